@@ -1,0 +1,25 @@
+#ifndef STRATA_CMICROHTTPD_SHIM_H
+#define STRATA_CMICROHTTPD_SHIM_H
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+
+/// `MHD_start_daemon` is variadic, which Swift cannot call. This wrapper passes every option
+/// through one `MHD_OPTION_ARRAY` terminated by an `MHD_OPTION_END` item.
+static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags, uint16_t port,
+                                                   MHD_AccessHandlerCallback handler,
+                                                   void *handler_cls,
+                                                   const struct MHD_OptionItem *options) {
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+}
+
+/// The bound port of a running daemon (useful when started on port 0), or 0.
+static inline uint16_t cmhd_daemon_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}
+
+#endif

@@ -1,0 +1,183 @@
+/// An attribute of an entity.
+public struct AttributeDescription: Sendable, Hashable {
+    /// The attribute's name, also its JSON member and column name.
+    public var name: String
+    /// The value type.
+    public var type: AttributeType
+    /// Whether the attribute may be nil (default `true`, as in Core Data).
+    public var isOptional: Bool = true
+    /// The value an inserted object starts with.
+    public var defaultValue: AttributeValue? = nil
+    /// Smallest allowed value (numbers and dates).
+    public var minValue: AttributeValue? = nil
+    /// Largest allowed value (numbers and dates).
+    public var maxValue: AttributeValue? = nil
+    /// Shortest allowed length (strings: characters; binary: bytes).
+    public var minLength: Int? = nil
+    /// Longest allowed length (strings: characters; binary: bytes).
+    public var maxLength: Int? = nil
+    /// A regular expression a string value must match in full.
+    public var regex: String? = nil
+    /// The name this attribute had in the previous model version.
+    public var renamedFrom: String? = nil
+    /// Documentation shown in the OpenAPI document.
+    public var documentation: String? = nil
+
+    /// Creates an attribute.
+    public init(
+        name: String, type: AttributeType, isOptional: Bool = true, defaultValue: AttributeValue? = nil,
+        minValue: AttributeValue? = nil, maxValue: AttributeValue? = nil, minLength: Int? = nil,
+        maxLength: Int? = nil, regex: String? = nil, renamedFrom: String? = nil, documentation: String? = nil
+    ) {
+        self.name = name
+        self.type = type
+        self.isOptional = isOptional
+        self.defaultValue = defaultValue
+        self.minValue = minValue
+        self.maxValue = maxValue
+        self.minLength = minLength
+        self.maxLength = maxLength
+        self.regex = regex
+        self.renamedFrom = renamedFrom
+        self.documentation = documentation
+    }
+}
+
+/// A relationship from one entity to another.
+public struct RelationshipDescription: Sendable, Hashable {
+    /// The relationship's name.
+    public var name: String
+    /// The entity at the other end.
+    public var destination: String
+    /// The relationship at the other end that points back here.
+    public var inverse: String?
+    /// Whether it holds many objects.
+    public var isToMany: Bool = false
+    /// Whether a to-many relationship keeps its order.
+    public var isOrdered: Bool = false
+    /// Whether it may be empty (to-one: nil).
+    public var isOptional: Bool = true
+    /// What deleting the source does to the destination objects.
+    public var deleteRule: DeleteRule = .nullify
+    /// Fewest related objects (to-many).
+    public var minCount: Int? = nil
+    /// Most related objects (to-many).
+    public var maxCount: Int? = nil
+    /// The name this relationship had in the previous model version.
+    public var renamedFrom: String? = nil
+    /// Documentation shown in the OpenAPI document.
+    public var documentation: String? = nil
+
+    /// Creates a relationship.
+    public init(
+        name: String, destination: String, inverse: String?, isToMany: Bool = false, isOrdered: Bool = false,
+        isOptional: Bool = true, deleteRule: DeleteRule = .nullify, minCount: Int? = nil, maxCount: Int? = nil,
+        renamedFrom: String? = nil, documentation: String? = nil
+    ) {
+        self.name = name
+        self.destination = destination
+        self.inverse = inverse
+        self.isToMany = isToMany
+        self.isOrdered = isOrdered
+        self.isOptional = isOptional
+        self.deleteRule = deleteRule
+        self.minCount = minCount
+        self.maxCount = maxCount
+        self.renamedFrom = renamedFrom
+        self.documentation = documentation
+    }
+}
+
+/// A fetched property: a stored query, evaluated by the coordinator, that may read other stores.
+public struct FetchedPropertyDescription: Sendable, Hashable {
+    /// The property's name.
+    public var name: String
+    /// The entity it fetches.
+    public var entity: String
+    /// The predicate format string; `$FETCH_SOURCE` is the object the property is read from.
+    public var predicate: String
+    /// Documentation shown in the OpenAPI document.
+    public var documentation: String? = nil
+
+    /// Creates a fetched property.
+    public init(name: String, entity: String, predicate: String, documentation: String? = nil) {
+        self.name = name
+        self.entity = entity
+        self.predicate = predicate
+        self.documentation = documentation
+    }
+}
+
+/// An index over one or more properties of an entity.
+public struct IndexDescription: Sendable, Hashable {
+    /// The index name.
+    public var name: String
+    /// The indexed properties, in order.
+    public var properties: [String]
+
+    /// Creates an index.
+    public init(name: String, properties: [String]) {
+        self.name = name
+        self.properties = properties
+    }
+}
+
+/// An entity: a kind of object with attributes and relationships.
+public struct EntityDescription: Sendable, Hashable {
+    /// The entity's name.
+    public var name: String
+    /// The parent entity, whose properties this one inherits.
+    public var parent: String? = nil
+    /// Whether only subentities can be instantiated.
+    public var isAbstract: Bool = false
+    /// The attributes declared by this entity (not inherited ones), in declaration order.
+    public var attributes: [AttributeDescription] = []
+    /// The relationships declared by this entity, in declaration order.
+    public var relationships: [RelationshipDescription] = []
+    /// The fetched properties declared by this entity.
+    public var fetchedProperties: [FetchedPropertyDescription] = []
+    /// Sets of properties whose values together must be unique.
+    public var uniqueness: [[String]] = []
+    /// Indexes.
+    public var indexes: [IndexDescription] = []
+    /// The REST resource path segment, overriding the derived plural kebab-case name.
+    public var resource: String? = nil
+    /// The name this entity had in the previous model version.
+    public var renamedFrom: String? = nil
+    /// Documentation shown in the OpenAPI document.
+    public var documentation: String? = nil
+
+    /// Creates an entity.
+    public init(
+        name: String, parent: String? = nil, isAbstract: Bool = false, attributes: [AttributeDescription] = [],
+        relationships: [RelationshipDescription] = [], fetchedProperties: [FetchedPropertyDescription] = [],
+        uniqueness: [[String]] = [], indexes: [IndexDescription] = [], resource: String? = nil,
+        renamedFrom: String? = nil, documentation: String? = nil
+    ) {
+        self.name = name
+        self.parent = parent
+        self.isAbstract = isAbstract
+        self.attributes = attributes
+        self.relationships = relationships
+        self.fetchedProperties = fetchedProperties
+        self.uniqueness = uniqueness
+        self.indexes = indexes
+        self.resource = resource
+        self.renamedFrom = renamedFrom
+        self.documentation = documentation
+    }
+}
+
+/// A named set of entities; each store is added for one configuration.
+public struct ConfigurationDescription: Sendable, Hashable {
+    /// The configuration's name.
+    public var name: String
+    /// The member entities.
+    public var entities: [String]
+
+    /// Creates a configuration.
+    public init(name: String, entities: [String]) {
+        self.name = name
+        self.entities = entities
+    }
+}

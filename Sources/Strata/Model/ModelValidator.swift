@@ -1,0 +1,288 @@
+import Foundation
+
+/// Checks a model's rules and collects every problem, so one run reports them all.
+struct ModelValidator {
+    let entities: [EntityDescription]
+    let configurations: [ConfigurationDescription]
+    private var issues: [ModelIssue] = []
+    private let byName: [String: EntityDescription]
+
+    /// Property names the REST representation keeps for itself.
+    static let reservedPropertyNames: Set<String> = ["id", "version"]
+
+    init(entities: [EntityDescription], configurations: [ConfigurationDescription]) {
+        self.entities = entities
+        self.configurations = configurations
+        byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    static func isIdentifier(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, first.properties.isAlphabetic, first.isASCII else { return false }
+        return name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") }
+    }
+
+    mutating func validate() -> [ModelIssue] {
+        checkEntityNames()
+        checkInheritance()
+        for entity in entities {
+            checkProperties(of: entity)
+            for attribute in entity.attributes { check(attribute, in: entity) }
+            for relationship in entity.relationships { check(relationship, in: entity) }
+            for fetched in entity.fetchedProperties { check(fetched, in: entity) }
+            checkConstraintsAndIndexes(of: entity)
+        }
+        checkConfigurations()
+        checkResources()
+        return issues
+    }
+
+    private mutating func add(_ code: ModelIssue.Code, _ entity: String?, _ property: String?, _ message: String) {
+        issues.append(ModelIssue(code, entity: entity, property: property, message))
+    }
+
+    private mutating func checkEntityNames() {
+        var seen: Set<String> = []
+        for entity in entities {
+            if !Self.isIdentifier(entity.name) {
+                add(.invalidName, entity.name, nil, "entity name must start with a letter and hold only ASCII letters, digits and '_'")
+            }
+            if !seen.insert(entity.name).inserted {
+                add(.duplicateName, entity.name, nil, "entity '\(entity.name)' is declared more than once")
+            }
+        }
+    }
+
+    private mutating func checkInheritance() {
+        for entity in entities {
+            guard let parent = entity.parent else { continue }
+            guard byName[parent] != nil else {
+                add(.unknownEntity, entity.name, nil, "parent entity '\(parent)' does not exist")
+                continue
+            }
+            var visited: Set<String> = [entity.name]
+            var current: String? = parent
+            while let name = current {
+                if !visited.insert(name).inserted {
+                    add(.inheritanceCycle, entity.name, nil, "entity inherits from itself through '\(name)'")
+                    break
+                }
+                current = byName[name]?.parent
+            }
+        }
+    }
+
+    /// Every property of `entity`, inherited ones first; stops at cycles.
+    private func lineage(of entity: EntityDescription) -> [EntityDescription] {
+        var result: [EntityDescription] = []
+        var current: EntityDescription? = entity
+        while let found = current, !result.contains(where: { $0.name == found.name }) {
+            result.insert(found, at: 0)
+            current = found.parent.flatMap { byName[$0] }
+        }
+        return result
+    }
+
+    private mutating func checkProperties(of entity: EntityDescription) {
+        var seen: [String: String] = [:]
+        for ancestor in lineage(of: entity) {
+            let names =
+                ancestor.attributes.map(\.name) + ancestor.relationships.map(\.name)
+                + ancestor.fetchedProperties.map(\.name)
+            for name in names {
+                if let owner = seen[name] {
+                    // Report each duplicate once, at the entity that declares the second one.
+                    if ancestor.name == entity.name {
+                        let detail = owner == entity.name ? "is declared more than once" : "is already declared by '\(owner)'"
+                        add(.duplicateName, entity.name, name, "property '\(name)' \(detail)")
+                    }
+                } else {
+                    seen[name] = ancestor.name
+                }
+            }
+        }
+        for name in entity.attributes.map(\.name) + entity.relationships.map(\.name) + entity.fetchedProperties.map(\.name) {
+            if Self.reservedPropertyNames.contains(name) {
+                add(.reservedName, entity.name, name, "'\(name)' is reserved for the object's \(name) in the REST representation")
+            } else if !Self.isIdentifier(name) {
+                add(.invalidName, entity.name, name, "property name must start with a letter and hold only ASCII letters, digits and '_'")
+            }
+        }
+        // Entities of one hierarchy share a table: same-named properties of siblings must agree.
+        let root = lineage(of: entity).first?.name ?? entity.name
+        for other in entities where other.name < entity.name && lineage(of: other).first?.name == root {
+            for attribute in entity.attributes {
+                if let clash = other.attributes.first(where: { $0.name == attribute.name }), clash.type != attribute.type {
+                    add(.conflictingColumn, entity.name, attribute.name,
+                        "'\(other.name).\(attribute.name)' has type \(clash.type.rawValue) but this one has \(attribute.type.rawValue); entities of one hierarchy share a table")
+                }
+                if other.relationships.contains(where: { $0.name == attribute.name }) {
+                    add(.conflictingColumn, entity.name, attribute.name, "'\(other.name).\(attribute.name)' is a relationship; entities of one hierarchy share a table")
+                }
+            }
+        }
+    }
+
+    private mutating func check(_ attribute: AttributeDescription, in entity: EntityDescription) {
+        let (name, type) = (attribute.name, attribute.type)
+        if let min = attribute.minValue, let max = attribute.maxValue, let order = Self.compare(min, max), order > 0 {
+            add(.minGreaterThanMax, entity.name, name, "min (\(min.json.jsonText)) is greater than max (\(max.json.jsonText))")
+        }
+        for (key, bound) in [("min", attribute.minValue), ("max", attribute.maxValue)] {
+            guard let bound else { continue }
+            let allowed = type.isNumeric || type == .date
+            if !allowed {
+                add(.invalidValue, entity.name, name, "'\(key)' applies to numbers and dates, not \(type.rawValue)")
+            } else if !bound.fits(type) && !(type.isNumeric && Self.number(bound) != nil) {
+                add(.invalidValue, entity.name, name, "'\(key)' is not a \(type.rawValue) value")
+            }
+        }
+        if let minLength = attribute.minLength, let maxLength = attribute.maxLength, minLength > maxLength {
+            add(.minGreaterThanMax, entity.name, name, "minLength (\(minLength)) is greater than maxLength (\(maxLength))")
+        }
+        for (key, length) in [("minLength", attribute.minLength), ("maxLength", attribute.maxLength)] {
+            guard let length else { continue }
+            if length < 0 { add(.invalidValue, entity.name, name, "'\(key)' must not be negative") }
+            if type != .string && type != .binary {
+                add(.invalidValue, entity.name, name, "'\(key)' applies to string and binary attributes, not \(type.rawValue)")
+            }
+        }
+        if let regex = attribute.regex {
+            if type != .string {
+                add(.invalidValue, entity.name, name, "'regex' applies to string attributes, not \(type.rawValue)")
+            }
+            do {
+                _ = try NSRegularExpression(pattern: regex)
+            } catch {
+                add(.invalidRegex, entity.name, name, "regex '\(regex)' is not a valid regular expression")
+            }
+        }
+        if let value = attribute.defaultValue, !value.fits(type) {
+            add(.invalidDefault, entity.name, name, "default \(value.json.jsonText) is not a \(type.rawValue) value")
+        }
+    }
+
+    private mutating func check(_ relationship: RelationshipDescription, in entity: EntityDescription) {
+        let name = relationship.name
+        if let min = relationship.minCount, let max = relationship.maxCount, min > max {
+            add(.minGreaterThanMax, entity.name, name, "minCount (\(min)) is greater than maxCount (\(max))")
+        }
+        if relationship.isOrdered && !relationship.isToMany {
+            add(.invalidValue, entity.name, name, "only a to-many relationship can be ordered")
+        }
+        guard let destination = byName[relationship.destination] else {
+            add(.unknownEntity, entity.name, name, "destination entity '\(relationship.destination)' does not exist")
+            return
+        }
+        guard let inverseName = relationship.inverse else {
+            add(.missingInverse, entity.name, name, "relationship has no inverse; declare one on '\(destination.name)'")
+            return
+        }
+        let destinationProperties = lineage(of: destination).flatMap(\.relationships)
+        guard let inverse = destinationProperties.first(where: { $0.name == inverseName }) else {
+            add(.missingInverse, entity.name, name, "inverse '\(inverseName)' does not exist on '\(destination.name)'")
+            return
+        }
+        let sourceFamily = Set(lineage(of: entity).map(\.name))
+        if inverse.inverse != name || !sourceFamily.contains(inverse.destination) {
+            add(.mismatchedInverse, entity.name, name,
+                "inverse '\(destination.name).\(inverseName)' points to '\(inverse.destination).\(inverse.inverse ?? "nil")', not back to '\(entity.name).\(name)'")
+        } else if relationship.isToMany && inverse.isToMany && relationship.isOrdered && inverse.isOrdered
+            && entity.name < destination.name
+        {
+            add(.unsupported, entity.name, name, "a many-to-many relationship can be ordered on one side only")
+        }
+        let sourceConfigurations = Set(configurations.filter { $0.entities.contains(entity.name) }.map(\.name))
+        let destinationConfigurations = Set(configurations.filter { $0.entities.contains(destination.name) }.map(\.name))
+        if sourceConfigurations != destinationConfigurations && sourceConfigurations.isDisjoint(with: destinationConfigurations)
+            && !(sourceConfigurations.isEmpty && destinationConfigurations.isEmpty)
+        {
+            add(.crossConfigurationRelationship, entity.name, name,
+                "'\(entity.name)' and '\(destination.name)' share no configuration, so they live in different stores; relationships cannot cross stores: use a fetched property instead")
+        }
+    }
+
+    private mutating func check(_ fetched: FetchedPropertyDescription, in entity: EntityDescription) {
+        if byName[fetched.entity] == nil {
+            add(.unknownEntity, entity.name, fetched.name, "fetched entity '\(fetched.entity)' does not exist")
+        }
+        if fetched.predicate.trimmingCharacters(in: .whitespaces).isEmpty {
+            add(.missingValue, entity.name, fetched.name, "fetched property needs a predicate")
+        }
+    }
+
+    private mutating func checkConstraintsAndIndexes(of entity: EntityDescription) {
+        let lineage = lineage(of: entity)
+        let attributes = Set(lineage.flatMap(\.attributes).map(\.name))
+        let toOne = Set(lineage.flatMap(\.relationships).filter { !$0.isToMany }.map(\.name))
+        let groups = entity.uniqueness.map { ("uniqueness constraint", $0) } + entity.indexes.map { ("index '\($0.name)'", $0.properties) }
+        for (what, properties) in groups {
+            if properties.isEmpty { add(.missingValue, entity.name, nil, "\(what) names no property") }
+            for property in properties where !attributes.contains(property) && !toOne.contains(property) {
+                add(.unknownProperty, entity.name, property, "\(what) names '\(property)', which is not an attribute or to-one relationship")
+            }
+        }
+        var indexNames: Set<String> = []
+        for index in entity.indexes where !indexNames.insert(index.name).inserted || !Self.isIdentifier(index.name) {
+            add(.invalidName, entity.name, index.name, "index names must be unique identifiers")
+        }
+    }
+
+    private mutating func checkConfigurations() {
+        var seen: Set<String> = []
+        for configuration in configurations {
+            if configuration.name == ObjectModel.defaultConfiguration {
+                add(.reservedName, nil, configuration.name, "'Default' is the configuration of every entity and cannot be declared")
+            }
+            if !seen.insert(configuration.name).inserted {
+                add(.duplicateName, nil, configuration.name, "configuration '\(configuration.name)' is declared more than once")
+            }
+            for member in configuration.entities where byName[member] == nil {
+                add(.unknownConfigurationEntity, member, configuration.name, "configuration '\(configuration.name)' names unknown entity '\(member)'")
+            }
+        }
+        for entity in entities {
+            guard let parent = entity.parent, byName[parent] != nil else { continue }
+            let own = Set(configurations.filter { $0.entities.contains(entity.name) }.map(\.name))
+            let parents = Set(configurations.filter { $0.entities.contains(parent) }.map(\.name))
+            if own != parents {
+                add(.inheritanceConfiguration, entity.name, nil,
+                    "'\(entity.name)' and its parent '\(parent)' must belong to the same configurations (they share one table)")
+            }
+        }
+    }
+
+    private mutating func checkResources() {
+        var owners: [String: String] = [:]
+        for entity in entities {
+            let path = entity.resource ?? ObjectModel.derivedResourcePath(entity.name)
+            if let resource = entity.resource,
+                resource.isEmpty || !resource.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-._~".unicodeScalars.contains($0)) })
+            {
+                add(.invalidName, entity.name, nil, "resource '\(resource)' must be one path segment of letters, digits, '-', '.', '_' or '~'")
+            }
+            if ObjectModel.systemPaths.contains(path) || path.hasPrefix("_") {
+                add(.resourceCollision, entity.name, nil, "resource path '/\(path)' collides with a system path of the server")
+            } else if let owner = owners[path] {
+                add(.resourceCollision, entity.name, nil, "resource path '/\(path)' is already used by '\(owner)'")
+            } else {
+                owners[path] = entity.name
+            }
+        }
+    }
+
+    static func number(_ value: AttributeValue) -> Double? {
+        switch value {
+        case .integer(let i): Double(i)
+        case .double(let d): d
+        case .decimal(let d): NSDecimalNumber(decimal: d).doubleValue
+        default: nil
+        }
+    }
+
+    /// Orders two bounds of one attribute; nil when they are not comparable.
+    static func compare(_ lhs: AttributeValue, _ rhs: AttributeValue) -> Int? {
+        if case .date(let a) = lhs, case .date(let b) = rhs { return a < b ? -1 : (a > b ? 1 : 0) }
+        guard let a = number(lhs), let b = number(rhs) else { return nil }
+        return a < b ? -1 : (a > b ? 1 : 0)
+    }
+}

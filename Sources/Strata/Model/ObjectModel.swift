@@ -1,0 +1,199 @@
+/// An immutable, validated object model: entities, their properties, and named configurations.
+///
+/// Create one with ``init(name:version:entities:configurations:)``, from the JSON format with
+/// ``ObjectModel/load(json:file:)``, from Core Data files with ``ObjectModel/load(contentsOf:)``,
+/// or by merging several with ``ObjectModel/merged(_:)``. Every initializer validates the model and
+/// throws a ``ModelError`` listing every problem.
+public struct ObjectModel: Sendable {
+    /// The model's name.
+    public let name: String
+    /// The model version identifier, if declared.
+    public let version: String?
+    /// The entities, in declaration order.
+    public let entities: [EntityDescription]
+    /// The named configurations, in declaration order.
+    public let configurations: [ConfigurationDescription]
+
+    let resolved: [String: ResolvedEntity]
+
+    /// Builds and validates a model.
+    /// - Throws: ``ModelError`` of kind `.invalid` naming every problem.
+    public init(
+        name: String, version: String? = nil, entities: [EntityDescription],
+        configurations: [ConfigurationDescription] = []
+    ) throws(ModelError) {
+        self.name = name
+        self.version = version
+        self.entities = entities
+        self.configurations = configurations
+        var validator = ModelValidator(entities: entities, configurations: configurations)
+        let issues = validator.validate()
+        guard issues.isEmpty else { throw ModelError(.invalid, issues: issues) }
+        resolved = ResolvedEntity.resolve(entities: entities, configurations: configurations)
+    }
+
+    /// The entity named `name`.
+    public func entity(named name: String) -> EntityDescription? { resolved[name]?.entity }
+
+    /// The names of every entity, in declaration order.
+    public var entityNames: [String] { entities.map(\.name) }
+
+    /// Every attribute of `entity`, inherited ones first.
+    public func attributes(of entity: String) -> [AttributeDescription] { resolved[entity]?.attributes ?? [] }
+
+    /// Every relationship of `entity`, inherited ones first.
+    public func relationships(of entity: String) -> [RelationshipDescription] {
+        resolved[entity]?.relationships ?? []
+    }
+
+    /// Every fetched property of `entity`, inherited ones first.
+    public func fetchedProperties(of entity: String) -> [FetchedPropertyDescription] {
+        resolved[entity]?.fetchedProperties ?? []
+    }
+
+    /// The attribute `name` of `entity`, inherited or own.
+    public func attribute(_ name: String, of entity: String) -> AttributeDescription? {
+        resolved[entity]?.attributesByName[name]
+    }
+
+    /// The relationship `name` of `entity`, inherited or own.
+    public func relationship(_ name: String, of entity: String) -> RelationshipDescription? {
+        resolved[entity]?.relationshipsByName[name]
+    }
+
+    /// The inverse of relationship `name` of `entity`.
+    public func inverse(of name: String, of entity: String) -> RelationshipDescription? {
+        guard let relationship = relationship(name, of: entity), let inverse = relationship.inverse else { return nil }
+        return self.relationship(inverse, of: relationship.destination)
+    }
+
+    /// The root of `entity`'s inheritance hierarchy (the entity itself when it has no parent).
+    public func rootEntity(of entity: String) -> String { resolved[entity]?.root ?? entity }
+
+    /// `entity` and every entity that inherits from it, directly or not.
+    public func entityAndSubentities(of entity: String) -> [String] { resolved[entity]?.family ?? [] }
+
+    /// Whether `entity` is `ancestor` or inherits from it.
+    public func entity(_ entity: String, isKindOf ancestor: String) -> Bool {
+        var current: String? = entity
+        while let name = current {
+            if name == ancestor { return true }
+            current = resolved[name]?.entity.parent
+        }
+        return false
+    }
+
+    /// The configurations holding `entity`.
+    public func configurations(containing entity: String) -> [String] { resolved[entity]?.configurations ?? [] }
+
+    /// The entities a store added for `configuration` holds: every entity for `nil` or `"Default"`
+    /// (Core Data's default configuration), else the configuration's members.
+    /// - Returns: nil when the model has no such configuration.
+    public func entityNames(inConfiguration configuration: String?) -> [String]? {
+        guard let configuration, configuration != Self.defaultConfiguration else { return entityNames }
+        guard let found = configurations.first(where: { $0.name == configuration }) else { return nil }
+        let members = Set(found.entities)
+        return entityNames.filter { members.contains($0) }
+    }
+
+    /// The name of the configuration that holds every entity.
+    public static let defaultConfiguration = "Default"
+
+    /// The REST resource path segment of `entity`: its `resource`, else its plural kebab-case name.
+    public func resourcePath(of entity: String) -> String {
+        self.entity(named: entity)?.resource ?? ObjectModel.derivedResourcePath(entity)
+    }
+
+    /// The plural kebab-case path for an entity name: `Book` → `books`, `SearchLog` → `search-logs`.
+    public static func derivedResourcePath(_ entityName: String) -> String {
+        var words: [String] = []
+        var current = ""
+        let characters = Array(entityName)
+        for (index, character) in characters.enumerated() {
+            let startsWord =
+                character.isUppercase && !current.isEmpty
+                && (characters[index - 1].isLowercase || characters[index - 1].isNumber
+                    || (index + 1 < characters.count && characters[index + 1].isLowercase))
+            if character == "_" || character == "-" {
+                if !current.isEmpty { words.append(current) }
+                current = ""
+                continue
+            }
+            if startsWord {
+                words.append(current)
+                current = ""
+            }
+            current.append(character)
+        }
+        if !current.isEmpty { words.append(current) }
+        guard var last = words.popLast()?.lowercased() else { return entityName.lowercased() }
+        let vowels: Set<Character> = ["a", "e", "i", "o", "u"]
+        if last.hasSuffix("y"), last.count > 1, !vowels.contains(last[last.index(last.endIndex, offsetBy: -2)]) {
+            last = String(last.dropLast()) + "ies"
+        } else if ["s", "x", "z", "ch", "sh"].contains(where: { last.hasSuffix($0) }) {
+            last += "es"
+        } else {
+            last += "s"
+        }
+        return (words.map { $0.lowercased() } + [last]).joined(separator: "-")
+    }
+
+    /// Paths the server keeps for itself; no entity may use them.
+    public static let systemPaths: Set<String> = ["", "live", "ready", "metrics", "openapi.json", "openapi.yaml", "_batch"]
+}
+
+extension ObjectModel: Equatable {
+    /// Models are equal when their names, versions, entities and configurations are.
+    public static func == (lhs: ObjectModel, rhs: ObjectModel) -> Bool {
+        lhs.name == rhs.name && lhs.version == rhs.version && lhs.entities == rhs.entities
+            && lhs.configurations == rhs.configurations
+    }
+}
+
+/// An entity with its inherited properties gathered, computed once when a model is built.
+struct ResolvedEntity: Sendable {
+    var entity: EntityDescription
+    var root: String
+    var family: [String]
+    var configurations: [String]
+    var attributes: [AttributeDescription]
+    var relationships: [RelationshipDescription]
+    var fetchedProperties: [FetchedPropertyDescription]
+    var attributesByName: [String: AttributeDescription]
+    var relationshipsByName: [String: RelationshipDescription]
+
+    static func resolve(
+        entities: [EntityDescription], configurations: [ConfigurationDescription]
+    ) -> [String: ResolvedEntity] {
+        let byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        func chain(_ name: String) -> [EntityDescription] {
+            var result: [EntityDescription] = []
+            var current = byName[name]
+            while let entity = current, !result.contains(where: { $0.name == entity.name }) {
+                result.insert(entity, at: 0)
+                current = entity.parent.flatMap { byName[$0] }
+            }
+            return result
+        }
+        var resolved: [String: ResolvedEntity] = [:]
+        for entity in entities {
+            let lineage = chain(entity.name)
+            let attributes = lineage.flatMap(\.attributes)
+            let relationships = lineage.flatMap(\.relationships)
+            let family = entities.filter { candidate in chain(candidate.name).contains { $0.name == entity.name } }
+            resolved[entity.name] = ResolvedEntity(
+                entity: entity,
+                root: lineage.first?.name ?? entity.name,
+                family: family.map(\.name),
+                configurations: configurations.filter { $0.entities.contains(entity.name) }.map(\.name),
+                attributes: attributes,
+                relationships: relationships,
+                fetchedProperties: lineage.flatMap(\.fetchedProperties),
+                attributesByName: Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }),
+                relationshipsByName: Dictionary(
+                    relationships.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+            )
+        }
+        return resolved
+    }
+}

@@ -1,0 +1,4 @@
+import Strata
+import StrataServer
+
+print("strata")

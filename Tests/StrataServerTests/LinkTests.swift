@@ -1,0 +1,6 @@
+import StrataServer
+import Testing
+
+@Test func linksLibmicrohttpd() {
+    #expect(microHTTPDVersion.hasPrefix("0.9") || microHTTPDVersion.hasPrefix("1."))
+}
