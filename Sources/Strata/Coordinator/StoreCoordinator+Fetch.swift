@@ -1,0 +1,59 @@
+extension StoreCoordinator {
+    /// The objects matching `request` across every store that holds its entity, sorted and windowed
+    /// as if they were in one store (ties broken by store, then primary key).
+    /// - Throws: ``StoreError`` (`.noStoreForEntity` when no store holds the entity).
+    public func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow] {
+        let holders = try holders(of: request.entityName)
+        if holders.count == 1 { return try holders[0].fetch(request) }
+        var perStore = request
+        perStore.fetchOffset = 0
+        perStore.fetchLimit = request.fetchLimit.map { $0 + request.fetchOffset }
+        var rows: [StoreRow] = []
+        for store in holders { rows += try store.fetch(perStore) }
+        rows.sort { lhs, rhs in
+            for descriptor in request.sortDescriptors {
+                let order = ValueOrdering.sortOrder(
+                    lhs[attribute: descriptor.key], rhs[attribute: descriptor.key], caseInsensitive: descriptor.caseInsensitive)
+                if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
+            }
+            if lhs.id.storeIdentifier != rhs.id.storeIdentifier {
+                return (lhs.id.storeIdentifier ?? "") < (rhs.id.storeIdentifier ?? "")
+            }
+            return (lhs.id.primaryKey ?? 0) < (rhs.id.primaryKey ?? 0)
+        }
+        let start = min(request.fetchOffset, rows.count)
+        let end = request.fetchLimit.map { min(rows.count, start + $0) } ?? rows.count
+        return Array(rows[start..<end])
+    }
+
+    /// How many objects match `request` across every store that holds its entity.
+    public func count(_ request: FetchRequest) throws(StoreError) -> Int {
+        var total = 0
+        for store in try holders(of: request.entityName) { total += try store.count(request) }
+        return total
+    }
+
+    /// The stored state of one object; nil when its store is not attached or it does not exist.
+    public func row(for id: ObjectID) throws(StoreError) -> StoreRow? {
+        try store(for: id)?.row(for: id)
+    }
+
+    /// The objects a to-many relationship of `id` holds, in order.
+    public func relatedIDs(of id: ObjectID, relationship: String) throws(StoreError) -> [ObjectID] {
+        guard let store = store(for: id) else {
+            throw StoreError(.notFound, "no attached store holds \(id)", entity: id.entityName)
+        }
+        return try store.relatedIDs(of: id, relationship: relationship)
+    }
+
+    private func holders(of entity: String) throws(StoreError) -> [any PersistentStore] {
+        guard model.entity(named: entity) != nil else {
+            throw StoreError(.notFound, "the model has no entity '\(entity)'", entity: entity)
+        }
+        let holders = stores(for: entity)
+        if holders.isEmpty {
+            throw StoreError(.noStoreForEntity, "no attached store holds entity '\(entity)'", entity: entity)
+        }
+        return holders
+    }
+}

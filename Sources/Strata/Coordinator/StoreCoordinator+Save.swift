@@ -1,0 +1,158 @@
+/// One save's changes across stores, as the root context hands them to the coordinator.
+public struct SaveRequest: Sendable, Hashable {
+    /// New objects, with temporary IDs; references among them may use those temporary IDs.
+    public var inserts: [StoreRow]
+    /// For inserts whose entity several writable stores hold: temporary ID → store UUID.
+    public var assignments: [ObjectID: String]
+    /// Changed objects.
+    public var updates: [StoreUpdate]
+    /// Deleted objects.
+    public var deletes: [StoreDeletion]
+
+    /// Creates a save request.
+    public init(
+        inserts: [StoreRow] = [], assignments: [ObjectID: String] = [:], updates: [StoreUpdate] = [],
+        deletes: [StoreDeletion] = []
+    ) {
+        self.inserts = inserts
+        self.assignments = assignments
+        self.updates = updates
+        self.deletes = deletes
+    }
+}
+
+/// What a save did, for contexts to update themselves and to publish.
+public struct SaveResult: Sendable, Hashable {
+    /// Temporary ID → permanent ID of every inserted object.
+    public var permanentIDs: [ObjectID: ObjectID]
+    /// The new version of every inserted and updated object (by permanent ID).
+    public var versions: [ObjectID: Int64]
+    /// Per store UUID: the inserted, updated and deleted IDs.
+    public var changesByStore: [String: StoreChangeSummary]
+}
+
+/// The IDs one save changed in one store.
+public struct StoreChangeSummary: Sendable, Hashable {
+    /// Inserted objects.
+    public var inserted: [ObjectID] = []
+    /// Updated objects.
+    public var updated: [ObjectID] = []
+    /// Deleted objects.
+    public var deleted: [ObjectID] = []
+}
+
+extension StoreCoordinator {
+    /// Saves `request`: routes inserts to their stores, gives them permanent IDs, splits the changes
+    /// by store, prepares every store's part (one transaction each) and commits them only when all
+    /// are prepared. If any store fails, every store is left as it was.
+    /// - Throws: ``StoreError``: `.noStoreForEntity`, `.ambiguousStore`, `.conflict`,
+    ///   `.uniqueViolation`, `.invalidRequest` (a reference across stores, say), `.io`.
+    public func save(_ request: SaveRequest) throws(StoreError) -> SaveResult {
+        // 1. Route each insert and give it a permanent ID.
+        var grouped: [String: [String: [ObjectID]]] = [:]
+        var storesByID: [String: any PersistentStore] = [:]
+        for row in request.inserts {
+            guard row.id.isTemporary else {
+                throw StoreError(.invalidRequest, "inserted object \(row.id) already has a permanent ID", entity: row.id.entityName)
+            }
+            let store = try storeForInsert(of: row.id.entityName, assigned: request.assignments[row.id])
+            storesByID[store.identifier] = store
+            grouped[store.identifier, default: [:]][row.id.entityName, default: []].append(row.id)
+        }
+        var permanent: [ObjectID: ObjectID] = [:]
+        for (identifier, byEntity) in grouped {
+            for (entity, temporary) in byEntity {
+                let issued = try storesByID[identifier]!.newObjectIDs(entity: entity, count: temporary.count)
+                for (old, new) in zip(temporary, issued) { permanent[old] = new }
+            }
+        }
+        func resolve(_ id: ObjectID?) throws(StoreError) -> ObjectID? {
+            guard let id else { return nil }
+            guard id.isTemporary else { return id }
+            guard let mapped = permanent[id] else {
+                throw StoreError(.invalidRequest, "a reference to \(id) names an object that is not being inserted", entity: id.entityName)
+            }
+            return mapped
+        }
+        // 2. Split by store, rewriting references to permanent IDs.
+        var changes: [String: StoreChanges] = [:]
+        var summaries: [String: StoreChangeSummary] = [:]
+        func place(_ id: ObjectID) throws(StoreError) -> String {
+            guard let identifier = id.storeIdentifier, let store = store(withIdentifier: identifier) else {
+                throw StoreError(.notFound, "no attached store holds \(id)", entity: id.entityName)
+            }
+            storesByID[identifier] = store
+            return identifier
+        }
+        func sameStore(_ reference: ObjectID?, _ owner: String, _ field: String, _ entity: String) throws(StoreError) {
+            if let reference, reference.storeIdentifier != owner {
+                throw StoreError(
+                    .invalidRequest,
+                    "'\(entity).\(field)' refers to \(reference), which lives in another store; relationships cannot cross stores (use a fetched property)",
+                    entity: entity, fields: [field])
+            }
+        }
+        for row in request.inserts {
+            var written = row
+            written.id = permanent[row.id]!
+            let owner = written.id.storeIdentifier!
+            for (name, value) in row.toOne {
+                let target = try resolve(value)
+                try sameStore(target, owner, name, row.id.entityName)
+                written.toOne[name] = .some(target)
+            }
+            for (name, values) in row.toMany {
+                var targets: [ObjectID] = []
+                for value in values {
+                    let target = try resolve(value)!
+                    try sameStore(target, owner, name, row.id.entityName)
+                    targets.append(target)
+                }
+                written.toMany[name] = targets
+            }
+            changes[owner, default: StoreChanges()].inserts.append(written)
+            summaries[owner, default: StoreChangeSummary()].inserted.append(written.id)
+        }
+        for update in request.updates {
+            let owner = try place(update.id)
+            var written = update
+            for (name, value) in update.toOne {
+                let target = try resolve(value)
+                try sameStore(target, owner, name, update.id.entityName)
+                written.toOne[name] = .some(target)
+            }
+            for (name, values) in update.toMany {
+                var targets: [ObjectID] = []
+                for value in values {
+                    let target = try resolve(value)!
+                    try sameStore(target, owner, name, update.id.entityName)
+                    targets.append(target)
+                }
+                written.toMany[name] = targets
+            }
+            changes[owner, default: StoreChanges()].updates.append(written)
+            summaries[owner, default: StoreChangeSummary()].updated.append(update.id)
+        }
+        for deletion in request.deletes {
+            let owner = try place(deletion.id)
+            changes[owner, default: StoreChanges()].deletes.append(deletion)
+            summaries[owner, default: StoreChangeSummary()].deleted.append(deletion.id)
+        }
+        // 3. Prepare every store (in a fixed order, so concurrent saves cannot deadlock), then commit.
+        var prepared: [any PreparedSave] = []
+        do {
+            for identifier in changes.keys.sorted() where !changes[identifier]!.isEmpty {
+                prepared.append(try storesByID[identifier]!.prepare(changes[identifier]!))
+            }
+        } catch {
+            for part in prepared { part.rollback() }
+            throw error
+        }
+        var versions: [ObjectID: Int64] = [:]
+        for part in prepared {
+            try part.commit()
+            versions.merge(part.versions) { _, new in new }
+        }
+        return SaveResult(permanentIDs: permanent, versions: versions, changesByStore: summaries)
+    }
+}

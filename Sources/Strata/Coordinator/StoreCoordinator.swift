@@ -1,0 +1,158 @@
+import Foundation
+
+/// One entry of the routing table: a store that holds an entity.
+public struct StoreRoute: Sendable, Hashable, CustomStringConvertible {
+    /// The store's UUID.
+    public var storeIdentifier: String
+    /// The store's kind.
+    public var type: StoreType
+    /// The configuration it was added for (nil: every entity).
+    public var configuration: String?
+    /// Where it lives.
+    public var url: URL?
+    /// Whether it takes saves.
+    public var isWritable: Bool
+
+    public var description: String {
+        let place = url?.path ?? "memory"
+        return "\(configuration ?? ObjectModel.defaultConfiguration) (\(type.rawValue) \(place))"
+    }
+}
+
+/// The registry of a model's stores and the router between them.
+///
+/// Each store is added for one configuration and holds that configuration's entities. Fetches span
+/// every store holding an entity; a save is split by store and applied in one transaction per
+/// store, every store prepared before any commits, so one store's failure leaves all as they were.
+public final class StoreCoordinator: @unchecked Sendable {
+    // Safe to share: `registry` is a lock; the model is immutable; stores are Sendable.
+    /// The model every store follows.
+    public let model: ObjectModel
+    private let registry = Locked<[any PersistentStore]>([])
+
+    /// Creates a coordinator with no stores.
+    public init(model: ObjectModel) {
+        self.model = model
+    }
+
+    /// The attached stores, in the order they were added.
+    public var stores: [any PersistentStore] { registry.withLock { $0 } }
+
+    /// Opens and attaches a store.
+    ///
+    /// Adding a URL that is already attached for the same configuration returns the store already
+    /// attached; for another configuration it is a `.duplicateStore` error naming both.
+    /// - Parameters:
+    ///   - type: SQLite or in-memory.
+    ///   - configuration: the configuration to hold; nil or `"Default"` for every entity.
+    ///   - url: the file (required for SQLite).
+    ///   - options: durability and read-only.
+    /// - Throws: ``StoreError``.
+    @discardableResult
+    public func addStore(
+        type: StoreType, configuration: String? = nil, url: URL? = nil, options: StoreOptions = StoreOptions()
+    ) throws(StoreError) -> any PersistentStore {
+        let configuration = configuration == ObjectModel.defaultConfiguration ? nil : configuration
+        if let url, let existing = attached(at: url) {
+            guard existing.configuration == configuration else {
+                throw StoreError(
+                    .duplicateStore,
+                    "\(url.path) is already attached for configuration '\(existing.configuration ?? ObjectModel.defaultConfiguration)'; it cannot also hold '\(configuration ?? ObjectModel.defaultConfiguration)'",
+                    storeURL: url)
+            }
+            return existing
+        }
+        let store: any PersistentStore
+        switch type {
+        case .sqlite:
+            guard let url else { throw StoreError(.invalidRequest, "an SQLite store needs a file URL") }
+            store = try SQLiteStore(model: model, configuration: configuration, url: url, options: options)
+        case .inMemory:
+            store = try InMemoryStore(model: model, configuration: configuration, url: url, options: options)
+        }
+        try add(store)
+        return store
+    }
+
+    /// Attaches a store opened elsewhere (another store type, say).
+    /// - Throws: `.duplicateStore` when its URL or UUID is already attached.
+    public func add(_ store: any PersistentStore) throws(StoreError) {
+        try registry.withLock { (stores: inout [any PersistentStore]) throws(StoreError) in
+            if let url = store.url, let existing = stores.first(where: { $0.url.map(Self.canonical) == Self.canonical(url) }) {
+                throw StoreError(
+                    .duplicateStore,
+                    "\(url.path) is already attached for configuration '\(existing.configuration ?? ObjectModel.defaultConfiguration)'",
+                    storeURL: url)
+            }
+            if stores.contains(where: { $0.identifier == store.identifier }) {
+                throw StoreError(.duplicateStore, "a store with UUID \(store.identifier) is already attached", storeURL: store.url)
+            }
+            stores.append(store)
+        }
+    }
+
+    /// Detaches a store and closes it.
+    public func remove(_ store: any PersistentStore) {
+        registry.withLock { stores in stores.removeAll { $0 === store } }
+        store.close()
+    }
+
+    static func canonical(_ url: URL) -> String { url.standardizedFileURL.resolvingSymlinksInPath().path }
+
+    private func attached(at url: URL) -> (any PersistentStore)? {
+        let path = Self.canonical(url)
+        return stores.first { $0.url.map(Self.canonical) == path }
+    }
+
+    /// The store with UUID `identifier`.
+    public func store(withIdentifier identifier: String) -> (any PersistentStore)? {
+        stores.first { $0.identifier == identifier }
+    }
+
+    /// The store that holds the object `id` (nil for temporary IDs and unknown stores).
+    public func store(for id: ObjectID) -> (any PersistentStore)? {
+        id.storeIdentifier.flatMap { store(withIdentifier: $0) }
+    }
+
+    /// Every store holding `entity`: a fetch of it reads all of them.
+    public func stores(for entity: String) -> [any PersistentStore] {
+        stores.filter { $0.entityNames.contains(entity) }
+    }
+
+    /// The routing table: for each entity of the model, the stores that hold it.
+    public var routes: [String: [StoreRoute]] {
+        let attached = stores
+        var table: [String: [StoreRoute]] = [:]
+        for entity in model.entityNames {
+            table[entity] = attached.filter { $0.entityNames.contains(entity) }.map {
+                StoreRoute(
+                    storeIdentifier: $0.identifier, type: $0.type, configuration: $0.configuration, url: $0.url,
+                    isWritable: !$0.options.readOnly)
+            }
+        }
+        return table
+    }
+
+    /// The store an insert of `entity` goes to: the one named by `assigned`, else the only writable
+    /// store that holds the entity.
+    /// - Throws: `.noStoreForEntity`, or `.ambiguousStore` naming the candidates.
+    public func storeForInsert(of entity: String, assigned: String? = nil) throws(StoreError) -> any PersistentStore {
+        let candidates = stores(for: entity).filter { !$0.options.readOnly }
+        if let assigned {
+            guard let store = candidates.first(where: { $0.identifier == assigned }) else {
+                throw StoreError(.noStoreForEntity, "the assigned store \(assigned) is not attached, is read-only, or does not hold \(entity)", entity: entity)
+            }
+            return store
+        }
+        switch candidates.count {
+        case 0:
+            throw StoreError(.noStoreForEntity, "no writable store holds entity '\(entity)'; add a store for one of its configurations", entity: entity)
+        case 1: return candidates[0]
+        default:
+            let names = candidates.map { "\($0.identifier) \($0.configuration ?? ObjectModel.defaultConfiguration) (\($0.url?.path ?? "memory"))" }
+            throw StoreError(
+                .ambiguousStore, "several writable stores hold '\(entity)'; assign the object to one of: \(names.joined(separator: ", "))",
+                entity: entity)
+        }
+    }
+}

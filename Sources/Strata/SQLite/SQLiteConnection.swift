@@ -1,0 +1,161 @@
+import CSQLite
+import Foundation
+
+/// One SQLite connection handle, with a cache of prepared statements.
+///
+/// Not thread-safe: its owner serializes access (the store keeps one writer behind a lock and
+/// hands reader connections out one caller at a time).
+final class SQLiteConnection {
+    let handle: OpaquePointer
+    let path: String
+    private var statements: [String: SQLiteStatement] = [:]
+
+    /// Opens (and creates, unless `readOnly`) the database at `path`.
+    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        var db: OpaquePointer?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+        let status = sqlite3_open_v2(path, &db, flags, nil)
+        guard status == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(code: status, message: message)
+        }
+        handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, 10_000)
+        SQLiteFunctions.register(on: db)
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// The last error on this connection.
+    func error(sql: String? = nil, code: Int32? = nil) -> SQLiteError {
+        SQLiteError(
+            code: code ?? sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+
+    /// Runs one or more statements that take no arguments and return no rows.
+    func execute(_ sql: String) throws(SQLiteError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(handle, sql, nil, nil, &message)
+        if status != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? "error"
+            sqlite3_free(message)
+            throw SQLiteError(code: sqlite3_extended_errcode(handle), message: text, sql: sql)
+        }
+    }
+
+    /// A prepared statement for `sql`, reset and with cleared bindings; cached for reuse.
+    func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        var pointer: OpaquePointer?
+        let status = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &pointer, nil)
+        guard status == SQLITE_OK, let pointer else { throw error(sql: sql) }
+        let statement = SQLiteStatement(pointer, connection: self, sql: sql)
+        if statements.count > 512 { statements.removeAll() }
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Runs `sql` with `arguments`, returning nothing.
+    func run(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) {
+        let statement = try statement(sql)
+        try statement.bind(arguments)
+        while try statement.step() {}
+        statement.reset()
+    }
+
+    /// Runs a query and maps each row.
+    func query<T>(_ sql: String, _ arguments: [SQLiteValue] = [], _ map: (SQLiteStatement) throws -> T) throws -> [T] {
+        let statement = try statement(sql)
+        defer { statement.reset() }
+        try statement.bind(arguments)
+        var rows: [T] = []
+        while try statement.step() { rows.append(try map(statement)) }
+        return rows
+    }
+
+    /// The number of rows the last statement changed.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+/// A value bound to or read from SQLite.
+enum SQLiteValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob(Data)
+}
+
+/// A prepared statement, owned by its connection's cache.
+final class SQLiteStatement {
+    let handle: OpaquePointer
+    let sql: String
+    unowned let connection: SQLiteConnection
+
+    init(_ handle: OpaquePointer, connection: SQLiteConnection, sql: String) {
+        self.handle = handle
+        self.connection = connection
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    func bind(_ values: [SQLiteValue]) throws(SQLiteError) {
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let status: Int32
+            switch value {
+            case .null: status = sqlite3_bind_null(handle, index)
+            case .integer(let i): status = sqlite3_bind_int64(handle, index, i)
+            case .real(let d): status = sqlite3_bind_double(handle, index, d)
+            case .text(let s): status = sqlite3_bind_text(handle, index, s, -1, csqlite_transient())
+            case .blob(let data):
+                status = data.withUnsafeBytes { bytes in
+                    sqlite3_bind_blob64(handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), UInt64(bytes.count), csqlite_transient())
+                }
+            }
+            guard status == SQLITE_OK else { throw connection.error(sql: sql, code: status) }
+        }
+    }
+
+    /// Steps once: true when a row is available.
+    func step() throws(SQLiteError) -> Bool {
+        let status = sqlite3_step(handle)
+        switch status {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let error = connection.error(sql: sql)
+            sqlite3_reset(handle)
+            throw error
+        }
+    }
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+    func text(_ column: Int32) -> String {
+        guard let pointer = sqlite3_column_text(handle, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+    func blob(_ column: Int32) -> Data {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return Data() }
+        return Data(bytes: pointer, count: count)
+    }
+}

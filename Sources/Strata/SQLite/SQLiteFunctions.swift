@@ -1,0 +1,48 @@
+import CSQLite
+
+/// SQL functions that run the same Swift code as in-memory evaluation, so SQLite and the in-memory
+/// store agree on text matching and case folding (SQLite's own `LIKE` and `lower()` fold ASCII only).
+enum SQLiteFunctions {
+    static let operators = ComparisonOperator.allCases
+
+    static func register(on db: OpaquePointer) {
+        let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS
+        // strata_match(operator, options, text, pattern) → 0 or 1; 0 when either side is not text.
+        sqlite3_create_function_v2(
+            db, "strata_match", 4, flags, nil,
+            { context, _, arguments in
+                guard let arguments else { return }
+                let op = Int(sqlite3_value_int(arguments[0]))
+                let options = ComparisonOptions(rawValue: Int(sqlite3_value_int(arguments[1])))
+                guard sqlite3_value_type(arguments[2]) == SQLITE_TEXT, sqlite3_value_type(arguments[3]) == SQLITE_TEXT,
+                    SQLiteFunctions.operators.indices.contains(op)
+                else {
+                    sqlite3_result_int(context, 0)
+                    return
+                }
+                let text = SQLiteFunctions.string(arguments[2])
+                let pattern = SQLiteFunctions.string(arguments[3])
+                let matched = ValueOrdering.matchText(SQLiteFunctions.operators[op], text, pattern, options)
+                sqlite3_result_int(context, matched ? 1 : 0)
+            }, nil, nil, nil)
+        // strata_fold(text, options) → the folded text; other values pass through.
+        sqlite3_create_function_v2(
+            db, "strata_fold", 2, flags, nil,
+            { context, _, arguments in
+                guard let arguments else { return }
+                guard sqlite3_value_type(arguments[0]) == SQLITE_TEXT else {
+                    sqlite3_result_value(context, arguments[0])
+                    return
+                }
+                let options = ComparisonOptions(rawValue: Int(sqlite3_value_int(arguments[1])))
+                let folded = ValueOrdering.fold(SQLiteFunctions.string(arguments[0]), options)
+                sqlite3_result_text(context, folded, -1, csqlite_transient())
+            }, nil, nil, nil)
+    }
+
+    static func string(_ value: OpaquePointer?) -> String {
+        guard let pointer = sqlite3_value_text(value) else { return "" }
+        let count = Int(sqlite3_value_bytes(value))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+
+/// How a store's entities map to SQLite tables: one table per inheritance hierarchy (named after
+/// its root entity) with `_pk`, `_entity` and `_version` columns, one column per attribute, one per
+/// to-one relationship, and a join table per many-to-many or ordered to-many relationship.
+struct SQLiteSchema: Sendable {
+    /// A column of an entity table.
+    enum Column: Sendable, Hashable {
+        case attribute(AttributeDescription)
+        case foreignKey(RelationshipDescription)
+
+        var name: String {
+            switch self {
+            case .attribute(let attribute): attribute.name
+            case .foreignKey(let relationship): relationship.name
+            }
+        }
+
+        var sqlType: String {
+            switch self {
+            case .foreignKey: "INTEGER"
+            case .attribute(let attribute):
+                switch attribute.type {
+                case .integer16, .integer32, .integer64, .boolean, .date: "INTEGER"
+                case .double, .float: "REAL"
+                case .binary: "BLOB"
+                case .string, .decimal, .uuid, .uri, .json: "TEXT"
+                }
+            }
+        }
+    }
+
+    /// The table of one hierarchy.
+    struct Table: Sendable {
+        var name: String
+        var columns: [Column]
+        /// The concrete entities stored in it.
+        var entities: [String]
+    }
+
+    let model: ObjectModel
+    let entities: Set<String>
+    let tables: [String: Table]
+    let joinTables: [JoinTableDescription]
+    /// The columns (in table order) that belong to each entity.
+    let columnsByEntity: [String: [Column]]
+
+    init(model: ObjectModel, entities: [String]) {
+        self.model = model
+        self.entities = Set(entities)
+        var tables: [String: Table] = [:]
+        var columnsByEntity: [String: [Column]] = [:]
+        for entity in entities {
+            let root = model.rootEntity(of: entity)
+            var table = tables[root] ?? Table(name: root, columns: [], entities: [])
+            table.entities.append(entity)
+            var own: [Column] = model.attributes(of: entity).map { .attribute($0) }
+            own += model.relationships(of: entity).filter { !$0.isToMany }.map { .foreignKey($0) }
+            for column in own where !table.columns.contains(where: { $0.name == column.name }) {
+                table.columns.append(column)
+            }
+            columnsByEntity[entity] = own
+            tables[root] = table
+        }
+        self.tables = tables
+        self.columnsByEntity = columnsByEntity
+        joinTables = model.joinTables(for: entities).filter { entities.contains($0.sourceEntity) }
+    }
+
+    func table(for entity: String) -> Table? { tables[model.rootEntity(of: entity)] }
+
+    static func quote(_ identifier: String) -> String { "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+
+    /// The statements that create every table and index.
+    var createStatements: [String] {
+        var statements: [String] = []
+        for table in tables.values.sorted(by: { $0.name < $1.name }) {
+            let columns =
+                ["\"_pk\" INTEGER PRIMARY KEY", "\"_entity\" TEXT NOT NULL", "\"_version\" INTEGER NOT NULL"]
+                + table.columns.map { "\(Self.quote($0.name)) \($0.sqlType)" }
+            statements.append("CREATE TABLE \(Self.quote(table.name)) (\(columns.joined(separator: ", ")))")
+            for column in table.columns {
+                if case .foreignKey = column {
+                    statements.append(
+                        "CREATE INDEX \(Self.quote("_fk_\(table.name)_\(column.name)")) ON \(Self.quote(table.name)) (\(Self.quote(column.name)))"
+                    )
+                }
+            }
+            for entity in table.entities {
+                guard let description = model.entity(named: entity) else { continue }
+                let family = model.entityAndSubentities(of: entity).filter { self.entities.contains($0) }
+                let partial =
+                    family.count == table.entities.count
+                    ? "" : " WHERE \"_entity\" IN (\(family.map { "'\($0)'" }.joined(separator: ", ")))"
+                for (index, group) in description.uniqueness.enumerated() {
+                    let columns = group.map(Self.quote).joined(separator: ", ")
+                    statements.append(
+                        "CREATE UNIQUE INDEX \(Self.quote("_unique_\(entity)_\(index)")) ON \(Self.quote(table.name)) (\(columns))\(partial)"
+                    )
+                }
+                for index in description.indexes {
+                    let columns = index.properties.map(Self.quote).joined(separator: ", ")
+                    statements.append("CREATE INDEX \(Self.quote(index.name)) ON \(Self.quote(table.name)) (\(columns))")
+                }
+            }
+        }
+        for join in joinTables {
+            statements.append(
+                "CREATE TABLE \(Self.quote(join.name)) (\"source\" INTEGER NOT NULL, \"target\" INTEGER NOT NULL, \"position\" INTEGER NOT NULL, PRIMARY KEY (\"source\", \"target\")) WITHOUT ROWID"
+            )
+            statements.append("CREATE INDEX \(Self.quote("\(join.name)_target")) ON \(Self.quote(join.name)) (\"target\")")
+        }
+        return statements
+    }
+
+    /// The SQLite form of an attribute value.
+    static func encode(_ value: AttributeValue) -> SQLiteValue {
+        switch value {
+        case .null: .null
+        case .string(let s), .uri(let s): .text(s)
+        case .integer(let i): .integer(i)
+        case .double(let d): .real(d)
+        case .decimal(let d): .text(d.description)
+        case .boolean(let b): .integer(b ? 1 : 0)
+        case .date(let date): .integer(AttributeValue.microseconds(of: date))
+        case .binary(let data): .blob(data)
+        case .uuid(let uuid): .text(uuid.uuidString.lowercased())
+        case .json(let json): .text(json.jsonText)
+        }
+    }
+
+    /// Reads column `index` of the current row as a value of `type`.
+    static func decode(_ statement: SQLiteStatement, _ index: Int32, as type: AttributeType) -> AttributeValue {
+        if statement.isNull(index) { return .null }
+        switch type {
+        case .string: return .string(statement.text(index))
+        case .uri: return .uri(statement.text(index))
+        case .integer16, .integer32, .integer64: return .integer(statement.int64(index))
+        case .double, .float: return .double(statement.double(index))
+        case .decimal: return Decimal(string: statement.text(index)).map { .decimal($0) } ?? .null
+        case .boolean: return .boolean(statement.int64(index) != 0)
+        case .date: return .date(AttributeValue.date(microseconds: statement.int64(index)))
+        case .binary: return .binary(statement.blob(index))
+        case .uuid: return UUID(uuidString: statement.text(index)).map { .uuid($0) } ?? .null
+        case .json: return (try? JSONValue.parse(statement.text(index))).map { .json($0) } ?? .null
+        }
+    }
+}

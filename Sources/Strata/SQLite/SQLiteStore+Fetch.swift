@@ -1,0 +1,130 @@
+import Foundation
+
+extension SQLiteStore {
+    /// The SELECT list, FROM and WHERE parts for a request, with their arguments.
+    private func selection(_ request: FetchRequest) throws(StoreError) -> (table: SQLiteSchema.Table, sql: String, arguments: [SQLiteValue]) {
+        guard entityNames.contains(request.entityName), let table = schema.table(for: request.entityName) else {
+            throw StoreError(.notFound, "the store does not hold entity '\(request.entityName)'", storeURL: url, entity: request.entityName)
+        }
+        let family =
+            request.includesSubentities
+            ? model.entityAndSubentities(of: request.entityName).filter { entityNames.contains($0) } : [request.entityName]
+        var conditions: [String] = []
+        var arguments: [SQLiteValue] = []
+        if family.count != table.entities.count {
+            conditions.append("\"_entity\" IN (\(family.map { _ in "?" }.joined(separator: ", ")))")
+            arguments += family.map { .text($0) }
+        }
+        if let predicate = request.predicate {
+            do {
+                let bound = try predicate.bound(to: request.entityName, in: model)
+                var builder = SQLPredicateBuilder(model: model, entity: request.entityName, storeIdentifier: metadata.identifier)
+                conditions.append("(\(try builder.build(bound)))")
+                arguments += builder.arguments
+            } catch {
+                throw StoreError(.invalidRequest, error.message, storeURL: url, entity: request.entityName)
+            }
+        }
+        let whereClause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        return (table, "FROM \(SQLiteSchema.quote(table.name))\(whereClause)", arguments)
+    }
+
+    public func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow] {
+        let (table, from, arguments) = try selection(request)
+        var order: [String] = []
+        for descriptor in request.sortDescriptors {
+            guard let attribute = model.attribute(descriptor.key, of: request.entityName) else {
+                throw StoreError(.invalidRequest, "cannot sort by '\(descriptor.key)': no such attribute", storeURL: url, entity: request.entityName)
+            }
+            var column = SQLiteSchema.quote(attribute.name)
+            if attribute.type == .decimal { column = "CAST(\(column) AS REAL)" }
+            if descriptor.caseInsensitive && attribute.type == .string { column = "strata_fold(\(column), 1)" }
+            order.append("\(column) \(descriptor.ascending ? "ASC" : "DESC")")
+        }
+        order.append("\"_pk\" ASC")
+        var sql = "SELECT \"_pk\", \"_entity\", \"_version\", "
+        sql += table.columns.map { SQLiteSchema.quote($0.name) }.joined(separator: ", ")
+        sql += " \(from) ORDER BY \(order.joined(separator: ", "))"
+        var allArguments = arguments
+        if request.fetchLimit != nil || request.fetchOffset > 0 {
+            sql += " LIMIT ? OFFSET ?"
+            allArguments += [.integer(Int64(request.fetchLimit ?? -1)), .integer(Int64(request.fetchOffset))]
+        }
+        let columns = table.columns
+        return try read { db in
+            try db.query(sql, allArguments) { statement in try self.decodeRow(statement, columns: columns, db: db) }
+        }
+    }
+
+    public func count(_ request: FetchRequest) throws(StoreError) -> Int {
+        let (_, from, arguments) = try selection(request)
+        return try read { db in Int(try db.query("SELECT count(*) \(from)", arguments) { $0.int64(0) }.first ?? 0) }
+    }
+
+    public func row(for id: ObjectID) throws(StoreError) -> StoreRow? {
+        guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey, entityNames.contains(id.entityName),
+            let table = schema.table(for: id.entityName)
+        else { return nil }
+        let sql =
+            "SELECT \"_pk\", \"_entity\", \"_version\", "
+            + table.columns.map { SQLiteSchema.quote($0.name) }.joined(separator: ", ")
+            + " FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?"
+        return try read { db in
+            try db.query(sql, [.integer(pk)]) { statement in try self.decodeRow(statement, columns: table.columns, db: db) }.first
+        }
+    }
+
+    /// Decodes the current row of a `SELECT _pk, _entity, _version, columns…`.
+    func decodeRow(_ statement: SQLiteStatement, columns: [SQLiteSchema.Column], db: SQLiteConnection) throws -> StoreRow {
+        let entity = statement.text(1)
+        var row = StoreRow(id: ObjectID(store: metadata.identifier, entity: entity, primaryKey: statement.int64(0)), version: statement.int64(2))
+        let own = Set((schema.columnsByEntity[entity] ?? []).map(\.name))
+        for (offset, column) in columns.enumerated() where own.contains(column.name) {
+            let index = Int32(offset + 3)
+            switch column {
+            case .attribute(let attribute): row.attributes[attribute.name] = SQLiteSchema.decode(statement, index, as: attribute.type)
+            case .foreignKey(let relationship):
+                row.toOne[relationship.name] =
+                    statement.isNull(index) ? .some(nil) : try objectID(relationship.destination, statement.int64(index), db: db)
+            }
+        }
+        return row
+    }
+
+    /// The ID of the object with primary key `pk` in `entity`'s table; looks up the concrete entity
+    /// only when the hierarchy has several.
+    func objectID(_ entity: String, _ pk: Int64, db: SQLiteConnection) throws -> ObjectID {
+        var concrete = entity
+        if let table = schema.table(for: entity), table.entities.count > 1 {
+            let sql = "SELECT \"_entity\" FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?"
+            concrete = try db.query(sql, [.integer(pk)]) { $0.text(0) }.first ?? entity
+        }
+        return ObjectID(store: metadata.identifier, entity: concrete, primaryKey: pk)
+    }
+
+    public func relatedIDs(of id: ObjectID, relationship name: String) throws(StoreError) -> [ObjectID] {
+        guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey,
+            let relationship = model.relationship(name, of: id.entityName), relationship.isToMany,
+            let storage = model.storage(of: name, in: id.entityName)
+        else {
+            throw StoreError(.invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)' in this store", storeURL: url, entity: id.entityName)
+        }
+        let destination = relationship.destination
+        let sql: String
+        switch storage {
+        case .foreignKey: return []
+        case .inverseForeignKey(let inverse):
+            guard let table = schema.table(for: destination) else { return [] }
+            sql = "SELECT \"_pk\" FROM \(SQLiteSchema.quote(table.name)) WHERE \(SQLiteSchema.quote(inverse)) = ? ORDER BY \"_pk\""
+        case .joinTable(let join, let isSource):
+            sql =
+                isSource
+                ? "SELECT \"target\" FROM \(SQLiteSchema.quote(join.name)) WHERE \"source\" = ? ORDER BY \"position\""
+                : "SELECT \"source\" FROM \(SQLiteSchema.quote(join.name)) WHERE \"target\" = ? ORDER BY \"source\""
+        }
+        return try read { db in
+            let keys = try db.query(sql, [.integer(pk)]) { $0.int64(0) }
+            return try keys.map { try self.objectID(destination, $0, db: db) }
+        }
+    }
+}

@@ -1,0 +1,236 @@
+import CSQLite
+import Foundation
+
+extension SQLiteStore {
+    public func prepare(_ changes: StoreChanges) throws(StoreError) -> any PreparedSave {
+        if options.readOnly { throw StoreError(.readOnly, "the store is read-only", storeURL: url) }
+        let db = try acquireWriter()
+        do {
+            try db.execute("BEGIN IMMEDIATE")
+        } catch {
+            releaseWriter()
+            throw StoreError(.io, "cannot begin a transaction: \(error.message)", storeURL: url, underlying: error)
+        }
+        do {
+            let versions = try apply(changes, db)
+            return SQLitePreparedSave(store: self, versions: versions)
+        } catch {
+            try? db.execute("ROLLBACK")
+            releaseWriter()
+            throw error
+        }
+    }
+
+    private func table(for id: ObjectID) throws(StoreError) -> SQLiteSchema.Table {
+        guard id.storeIdentifier == metadata.identifier, id.primaryKey != nil, entityNames.contains(id.entityName),
+            let table = schema.table(for: id.entityName)
+        else {
+            throw StoreError(.invalidRequest, "object \(id) does not belong to this store", storeURL: url, entity: id.entityName)
+        }
+        return table
+    }
+
+    private func foreignKey(_ value: ObjectID?, _ relationship: RelationshipDescription) throws(StoreError) -> SQLiteValue {
+        guard let value else { return .null }
+        guard value.storeIdentifier == metadata.identifier, let pk = value.primaryKey,
+            model.entity(value.entityName, isKindOf: relationship.destination)
+        else {
+            throw StoreError(
+                .invalidRequest, "'\(relationship.name)' must refer to a \(relationship.destination) in the same store, not \(value)",
+                storeURL: url, entity: relationship.destination, fields: [relationship.name])
+        }
+        return .integer(pk)
+    }
+
+    /// Writes every change inside the open transaction and returns the new versions.
+    private func apply(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) -> [ObjectID: Int64] {
+        var versions: [ObjectID: Int64] = [:]
+        var current: [ObjectID: Int64?] = [:]
+        // Optimistic locking: check every expected version before writing anything.
+        var conflicts: [VersionConflict] = []
+        let checks = changes.updates.map { ($0.id, $0.expectedVersion) } + changes.deletes.map { ($0.id, $0.expectedVersion) }
+        for (id, expected) in checks {
+            let table = try table(for: id)
+            let stored = try sqlite {
+                try db.query("SELECT \"_version\" FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?", [.integer(id.primaryKey!)]) {
+                    $0.int64(0)
+                }.first
+            }
+            current[id] = stored
+            if let expected, stored != expected {
+                conflicts.append(VersionConflict(id: id, expectedVersion: expected, storedVersion: stored))
+            } else if stored == nil {
+                throw StoreError(.notFound, "object \(id) does not exist in the store", storeURL: url, entity: id.entityName)
+            }
+        }
+        if !conflicts.isEmpty {
+            throw StoreError(
+                .conflict, "objects changed since they were read: " + conflicts.map(\.description).joined(separator: "; "),
+                storeURL: url, conflicts: conflicts)
+        }
+        for row in changes.inserts {
+            let table = try table(for: row.id)
+            let columns = schema.columnsByEntity[row.id.entityName] ?? []
+            var names = ["\"_pk\"", "\"_entity\"", "\"_version\""]
+            var arguments: [SQLiteValue] = [.integer(row.id.primaryKey!), .text(row.id.entityName), .integer(1)]
+            for column in columns {
+                names.append(SQLiteSchema.quote(column.name))
+                switch column {
+                case .attribute(let attribute): arguments.append(SQLiteSchema.encode(row.attributes[attribute.name] ?? .null))
+                case .foreignKey(let relationship): arguments.append(try foreignKey(row.toOne[relationship.name] ?? nil, relationship))
+                }
+            }
+            let sql =
+                "INSERT INTO \(SQLiteSchema.quote(table.name)) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
+            try write(db, sql, arguments, entity: row.id.entityName)
+            versions[row.id] = 1
+        }
+        for update in changes.updates {
+            let table = try table(for: update.id)
+            var assignments: [String] = []
+            var arguments: [SQLiteValue] = []
+            for (name, value) in update.attributes.sorted(by: { $0.key < $1.key }) {
+                guard let attribute = model.attribute(name, of: update.id.entityName) else {
+                    throw StoreError(.invalidRequest, "'\(update.id.entityName)' has no attribute '\(name)'", storeURL: url, entity: update.id.entityName, fields: [name])
+                }
+                assignments.append("\(SQLiteSchema.quote(attribute.name)) = ?")
+                arguments.append(SQLiteSchema.encode(value))
+            }
+            for (name, value) in update.toOne.sorted(by: { $0.key < $1.key }) {
+                guard let relationship = model.relationship(name, of: update.id.entityName), !relationship.isToMany else {
+                    throw StoreError(.invalidRequest, "'\(update.id.entityName)' has no to-one relationship '\(name)'", storeURL: url, entity: update.id.entityName, fields: [name])
+                }
+                assignments.append("\(SQLiteSchema.quote(name)) = ?")
+                arguments.append(try foreignKey(value, relationship))
+            }
+            assignments.append("\"_version\" = \"_version\" + 1")
+            arguments.append(.integer(update.id.primaryKey!))
+            let sql = "UPDATE \(SQLiteSchema.quote(table.name)) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = ?"
+            try write(db, sql, arguments, entity: update.id.entityName)
+            versions[update.id] = ((current[update.id] ?? nil) ?? 0) + 1
+        }
+        try writeToMany(changes, db)
+        for deletion in changes.deletes {
+            let table = try table(for: deletion.id)
+            let pk = SQLiteValue.integer(deletion.id.primaryKey!)
+            try write(db, "DELETE FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?", [pk], entity: deletion.id.entityName)
+            for join in schema.joinTables {
+                if model.entity(deletion.id.entityName, isKindOf: join.sourceEntity) {
+                    try write(db, "DELETE FROM \(SQLiteSchema.quote(join.name)) WHERE \"source\" = ?", [pk], entity: deletion.id.entityName)
+                }
+                if model.entity(deletion.id.entityName, isKindOf: join.targetEntity) {
+                    try write(db, "DELETE FROM \(SQLiteSchema.quote(join.name)) WHERE \"target\" = ?", [pk], entity: deletion.id.entityName)
+                }
+            }
+        }
+        return versions
+    }
+
+    /// Writes join-table relationships: the non-source sides first, then the source sides, whose
+    /// lists also fix the order.
+    private func writeToMany(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) {
+        let lists = changes.inserts.map { ($0.id, $0.toMany) } + changes.updates.map { ($0.id, $0.toMany) }
+        for pass in [false, true] {
+            for (id, toMany) in lists {
+                for (name, targets) in toMany.sorted(by: { $0.key < $1.key }) {
+                    guard let relationship = model.relationship(name, of: id.entityName), relationship.isToMany else {
+                        throw StoreError(.invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)'", storeURL: url, entity: id.entityName, fields: [name])
+                    }
+                    guard case .joinTable(let join, let isSource)? = model.storage(of: name, in: id.entityName), isSource == pass
+                    else { continue }
+                    let table = SQLiteSchema.quote(join.name)
+                    let pk = SQLiteValue.integer(id.primaryKey!)
+                    var keys: [SQLiteValue] = []
+                    for target in targets { keys.append(try foreignKey(target, relationship)) }
+                    if isSource {
+                        try write(db, "DELETE FROM \(table) WHERE \"source\" = ?", [pk], entity: id.entityName)
+                        for (position, key) in keys.enumerated() {
+                            try write(db, "INSERT OR REPLACE INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, ?)", [pk, key, .integer(Int64(position))], entity: id.entityName)
+                        }
+                    } else {
+                        try write(db, "DELETE FROM \(table) WHERE \"target\" = ?", [pk], entity: id.entityName)
+                        for key in keys {
+                            try write(
+                                db,
+                                "INSERT OR IGNORE INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, (SELECT coalesce(max(\"position\"), -1) + 1 FROM \(table) WHERE \"source\" = ?))",
+                                [key, pk, key], entity: id.entityName)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs a write, turning a UNIQUE failure into `.uniqueViolation` naming the fields.
+    private func write(_ db: SQLiteConnection, _ sql: String, _ arguments: [SQLiteValue], entity: String) throws(StoreError) {
+        do {
+            try db.run(sql, arguments)
+        } catch {
+            if error.isUniqueViolation {
+                // SQLite says "UNIQUE constraint failed: Book.title, Book.author".
+                let fields = error.message.components(separatedBy: ": ").last?.components(separatedBy: ", ").map {
+                    String($0.split(separator: ".").last ?? Substring($0))
+                } ?? []
+                throw StoreError(
+                    .uniqueViolation, "another \(entity) already has the same \(fields.joined(separator: " and "))", storeURL: url,
+                    entity: entity, fields: fields, underlying: error)
+            }
+            throw StoreError(.io, "SQLite write failed: \(error.message)", storeURL: url, entity: entity, underlying: error)
+        }
+    }
+
+    private func sqlite<T>(_ body: () throws -> T) throws(StoreError) -> T {
+        do {
+            return try body()
+        } catch let error as SQLiteError {
+            throw StoreError(.io, "SQLite read failed: \(error.message)", storeURL: url, underlying: error)
+        } catch {
+            throw StoreError(.io, "SQLite read failed: \(error)", storeURL: url)
+        }
+    }
+
+    func finish(commit: Bool) throws(StoreError) {
+        defer { releaseWriter() }
+        do {
+            try writer.execute(commit ? "COMMIT" : "ROLLBACK")
+        } catch {
+            try? writer.execute("ROLLBACK")
+            throw StoreError(.io, "cannot commit: \(error.message)", storeURL: url, underlying: error)
+        }
+    }
+}
+
+/// A save applied inside the writer's open transaction.
+final class SQLitePreparedSave: PreparedSave, @unchecked Sendable {
+    // Safe to share: `finished` is only touched under `state`'s lock; the store serializes the rest.
+    let store: SQLiteStore
+    let versions: [ObjectID: Int64]
+    private let state = Locked(false)
+
+    init(store: SQLiteStore, versions: [ObjectID: Int64]) {
+        self.store = store
+        self.versions = versions
+    }
+
+    private func take() -> Bool {
+        state.withLock { finished in
+            defer { finished = true }
+            return !finished
+        }
+    }
+
+    func commit() throws(StoreError) {
+        guard take() else { return }
+        try store.finish(commit: true)
+    }
+
+    func rollback() {
+        guard take() else { return }
+        try? store.finish(commit: false)
+    }
+
+    deinit {
+        // A prepared save dropped without a decision must not keep the writer.
+        if take() { try? store.finish(commit: false) }
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+
+/// A store in process memory with the same semantics as ``SQLiteStore``: the same IDs, versions,
+/// uniqueness rules, relationship storage, predicate results and sort order. It passes the same
+/// conformance suite. Its contents are gone when it is released.
+public final class InMemoryStore: PersistentStore, @unchecked Sendable {
+    // Safe to share: mutable state lives in `state` (a lock) and is replaced whole on commit;
+    // `writerGate` serializes saves; everything else is immutable after init.
+    public let type = StoreType.inMemory
+    public let url: URL?
+    public let configuration: String?
+    public let options: StoreOptions
+    public let metadata: StoreMetadata
+    public let entityNames: Set<String>
+    let model: ObjectModel
+
+    struct State {
+        /// Rows by hierarchy root, then primary key. `toMany` is always empty in stored rows.
+        var rows: [String: [Int64: StoreRow]] = [:]
+        /// Join tables: source key → ordered target keys.
+        var joins: [String: [Int64: [Int64]]] = [:]
+        var closed = false
+    }
+
+    let state = Locked(State())
+    private let nextKeys = Locked<[String: Int64]>([:])
+    private let writerGate = DispatchSemaphore(value: 1)
+
+    /// Creates an empty store for `configuration` of `model`; `url` only names it.
+    /// - Throws: ``StoreError`` `.unknownConfiguration`.
+    public init(model: ObjectModel, configuration: String?, url: URL? = nil, options: StoreOptions = StoreOptions()) throws(StoreError) {
+        guard let entities = model.entityNames(inConfiguration: configuration) else {
+            throw StoreError(.unknownConfiguration, "the model has no configuration '\(configuration ?? "")'", storeURL: url)
+        }
+        self.model = model
+        self.url = url
+        self.configuration = configuration == ObjectModel.defaultConfiguration ? nil : configuration
+        self.options = options
+        entityNames = Set(entities)
+        metadata = StoreMetadata(
+            identifier: UUID().uuidString, configuration: self.configuration, modelVersion: model.version,
+            entityHashes: model.entityVersionHashes.filter { entities.contains($0.key) })
+    }
+
+    private func committed() throws(StoreError) -> State {
+        let current = state.withLock { $0 }
+        if current.closed { throw StoreError(.closed, "the store is closed", storeURL: url) }
+        return current
+    }
+
+    private func family(_ request: FetchRequest) throws(StoreError) -> Set<String> {
+        guard entityNames.contains(request.entityName) else {
+            throw StoreError(.notFound, "the store does not hold entity '\(request.entityName)'", storeURL: url, entity: request.entityName)
+        }
+        return Set(request.includesSubentities ? model.entityAndSubentities(of: request.entityName) : [request.entityName])
+    }
+
+    private func matching(_ request: FetchRequest, in current: State) throws(StoreError) -> [StoreRow] {
+        let family = try family(request)
+        var predicate: Predicate?
+        do {
+            predicate = try request.predicate?.bound(to: request.entityName, in: model)
+        } catch {
+            throw StoreError(.invalidRequest, error.message, storeURL: url, entity: request.entityName)
+        }
+        let candidates = (current.rows[model.rootEntity(of: request.entityName)] ?? [:]).values.filter {
+            family.contains($0.id.entityName)
+        }
+        guard let predicate else { return candidates }
+        do {
+            return try candidates.filter { row in
+                try predicate.evaluate { path in
+                    if let attribute = row.attributes[path] { return .value(attribute) }
+                    if let object = row.toOne[path] { return .object(object) }
+                    return .value(.null)
+                }
+            }
+        } catch {
+            throw StoreError(.invalidRequest, "\(error)", storeURL: url, entity: request.entityName)
+        }
+    }
+
+    public func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow] {
+        let current = try committed()
+        var rows = try matching(request, in: current)
+        for descriptor in request.sortDescriptors where model.attribute(descriptor.key, of: request.entityName) == nil {
+            throw StoreError(.invalidRequest, "cannot sort by '\(descriptor.key)': no such attribute", storeURL: url, entity: request.entityName)
+        }
+        rows.sort { lhs, rhs in
+            for descriptor in request.sortDescriptors {
+                let order = ValueOrdering.sortOrder(
+                    lhs[attribute: descriptor.key], rhs[attribute: descriptor.key], caseInsensitive: descriptor.caseInsensitive)
+                if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
+            }
+            return lhs.id.primaryKey! < rhs.id.primaryKey!
+        }
+        let start = min(request.fetchOffset, rows.count)
+        let end = request.fetchLimit.map { min(rows.count, start + $0) } ?? rows.count
+        return Array(rows[start..<end])
+    }
+
+    public func count(_ request: FetchRequest) throws(StoreError) -> Int {
+        try matching(request, in: try committed()).count
+    }
+
+    public func row(for id: ObjectID) throws(StoreError) -> StoreRow? {
+        guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey else { return nil }
+        return try committed().rows[model.rootEntity(of: id.entityName)]?[pk]
+    }
+
+    public func relatedIDs(of id: ObjectID, relationship name: String) throws(StoreError) -> [ObjectID] {
+        let current = try committed()
+        guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey,
+            let relationship = model.relationship(name, of: id.entityName), relationship.isToMany,
+            let storage = model.storage(of: name, in: id.entityName)
+        else {
+            throw StoreError(.invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)' in this store", storeURL: url, entity: id.entityName)
+        }
+        let destinationRows = current.rows[model.rootEntity(of: relationship.destination)] ?? [:]
+        let keys: [Int64]
+        switch storage {
+        case .foreignKey: keys = []
+        case .inverseForeignKey(let inverse):
+            keys = destinationRows.values.filter { ($0.toOne[inverse] ?? nil) == id }.map { $0.id.primaryKey! }.sorted()
+        case .joinTable(let join, let isSource):
+            let table = current.joins[join.name] ?? [:]
+            keys = isSource ? table[pk] ?? [] : table.filter { $0.value.contains(pk) }.map(\.key).sorted()
+        }
+        return keys.compactMap { destinationRows[$0]?.id }
+    }
+
+    public func newObjectIDs(entity: String, count: Int) throws(StoreError) -> [ObjectID] {
+        guard entityNames.contains(entity) else {
+            throw StoreError(.notFound, "the store does not hold entity '\(entity)'", storeURL: url, entity: entity)
+        }
+        let root = model.rootEntity(of: entity)
+        let first = nextKeys.withLock { keys -> Int64 in
+            let first = keys[root, default: 1]
+            keys[root] = first + Int64(count)
+            return first
+        }
+        return (0..<Int64(count)).map { ObjectID(store: metadata.identifier, entity: entity, primaryKey: first + $0) }
+    }
+
+    public func prepare(_ changes: StoreChanges) throws(StoreError) -> any PreparedSave {
+        if options.readOnly { throw StoreError(.readOnly, "the store is read-only", storeURL: url) }
+        writerGate.wait()
+        do {
+            var draft = try committed()
+            let versions = try InMemoryWriter(store: self).apply(changes, to: &draft)
+            return InMemoryPreparedSave(store: self, draft: draft, versions: versions)
+        } catch {
+            writerGate.signal()
+            throw error
+        }
+    }
+
+    func finish(_ draft: State?) {
+        if let draft { state.withLock { $0 = draft } }
+        writerGate.signal()
+    }
+
+    public func close() {
+        writerGate.wait()
+        state.withLock { $0 = State(closed: true) }
+        writerGate.signal()
+    }
+}
+
+/// A save applied to a copy of the store's state, swapped in on commit.
+final class InMemoryPreparedSave: PreparedSave, @unchecked Sendable {
+    // Safe to share: `draft` is only taken once, under `pending`'s lock.
+    let store: InMemoryStore
+    let versions: [ObjectID: Int64]
+    private let pending: Locked<InMemoryStore.State?>
+
+    init(store: InMemoryStore, draft: InMemoryStore.State, versions: [ObjectID: Int64]) {
+        self.store = store
+        self.versions = versions
+        pending = Locked(draft)
+    }
+
+    private func take() -> (Bool, InMemoryStore.State?) {
+        pending.withLock { draft in
+            defer { draft = nil }
+            return (draft != nil, draft)
+        }
+    }
+
+    func commit() throws(StoreError) {
+        let (open, draft) = take()
+        if open { store.finish(draft) }
+    }
+
+    func rollback() {
+        if take().0 { store.finish(nil) }
+    }
+
+    deinit { if take().0 { store.finish(nil) } }
+}

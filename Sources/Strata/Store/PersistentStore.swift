@@ -1,0 +1,172 @@
+import Foundation
+
+/// The kinds of store Strata ships.
+public enum StoreType: String, Sendable, Hashable, CaseIterable {
+    /// One SQLite file.
+    case sqlite
+    /// Process memory, gone when the store closes.
+    case inMemory = "memory"
+}
+
+/// How a store is opened.
+public struct StoreOptions: Sendable, Hashable {
+    /// SQLite's `synchronous` setting.
+    public enum Durability: String, Sendable, Hashable {
+        /// `synchronous=FULL`: a commit survives power loss (the default).
+        case full
+        /// `synchronous=NORMAL`: a commit survives a crash of the process, not of the machine.
+        case normal
+    }
+
+    /// Refuse every save.
+    public var readOnly: Bool
+    /// How durable each commit is (SQLite only).
+    public var durability: Durability
+
+    /// Creates options.
+    public init(readOnly: Bool = false, durability: Durability = .full) {
+        self.readOnly = readOnly
+        self.durability = durability
+    }
+}
+
+/// What one store records about itself.
+public struct StoreMetadata: Sendable, Hashable {
+    /// The store's UUID, part of every object ID it issues.
+    public var identifier: String
+    /// The configuration the store was created for (nil: every entity).
+    public var configuration: String?
+    /// The version identifier of the model it was written with.
+    public var modelVersion: String?
+    /// The version hash of each entity it holds, as of its last schema change.
+    public var entityHashes: [String: String]
+
+    /// Creates metadata.
+    public init(identifier: String, configuration: String?, modelVersion: String?, entityHashes: [String: String]) {
+        self.identifier = identifier
+        self.configuration = configuration
+        self.modelVersion = modelVersion
+        self.entityHashes = entityHashes
+    }
+}
+
+/// A change to an existing object: only the values being set.
+public struct StoreUpdate: Sendable, Hashable {
+    /// The object.
+    public var id: ObjectID
+    /// The version the change was made against; nil skips the check (an `overwrite` save).
+    public var expectedVersion: Int64?
+    /// Attribute values to set.
+    public var attributes: [String: AttributeValue]
+    /// To-one relationships to set.
+    public var toOne: [String: ObjectID?]
+    /// To-many relationships to set, in order.
+    public var toMany: [String: [ObjectID]]
+
+    /// Creates an update.
+    public init(
+        id: ObjectID, expectedVersion: Int64?, attributes: [String: AttributeValue] = [:],
+        toOne: [String: ObjectID?] = [:], toMany: [String: [ObjectID]] = [:]
+    ) {
+        self.id = id
+        self.expectedVersion = expectedVersion
+        self.attributes = attributes
+        self.toOne = toOne
+        self.toMany = toMany
+    }
+}
+
+/// A deletion of an existing object.
+public struct StoreDeletion: Sendable, Hashable {
+    /// The object.
+    public var id: ObjectID
+    /// The version the delete was decided against; nil skips the check.
+    public var expectedVersion: Int64?
+
+    /// Creates a deletion.
+    public init(id: ObjectID, expectedVersion: Int64?) {
+        self.id = id
+        self.expectedVersion = expectedVersion
+    }
+}
+
+/// One save's changes for one store. Inserted rows carry permanent IDs of this store.
+public struct StoreChanges: Sendable, Hashable {
+    /// New objects, every attribute and relationship given.
+    public var inserts: [StoreRow]
+    /// Changed objects.
+    public var updates: [StoreUpdate]
+    /// Deleted objects.
+    public var deletes: [StoreDeletion]
+
+    /// Creates a change set.
+    public init(inserts: [StoreRow] = [], updates: [StoreUpdate] = [], deletes: [StoreDeletion] = []) {
+        self.inserts = inserts
+        self.updates = updates
+        self.deletes = deletes
+    }
+
+    /// Whether there is nothing to write.
+    public var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
+}
+
+/// A store's part of a save, applied but not yet committed.
+///
+/// The coordinator prepares every store's part before committing any, so that a failure in one
+/// store leaves every store as it was. Exactly one of ``commit()`` and ``rollback()`` must be called.
+public protocol PreparedSave: AnyObject, Sendable {
+    /// The version each written object has after the commit.
+    var versions: [ObjectID: Int64] { get }
+    /// Makes the changes durable.
+    func commit() throws(StoreError)
+    /// Discards the changes.
+    func rollback()
+}
+
+/// A place where objects live: SQLite files, memory, and later other back ends.
+///
+/// Every implementation runs the store conformance suite. Stores are shared between threads.
+public protocol PersistentStore: AnyObject, Sendable {
+    /// The store's kind.
+    var type: StoreType { get }
+    /// Where it lives, if anywhere.
+    var url: URL? { get }
+    /// The configuration it was added for (nil: every entity).
+    var configuration: String? { get }
+    /// How it was opened.
+    var options: StoreOptions { get }
+    /// Its metadata (UUID, configuration, hashes).
+    var metadata: StoreMetadata { get }
+    /// The entities it holds.
+    var entityNames: Set<String> { get }
+
+    /// The objects matching `request` (the entity's subentities included unless the request says not).
+    func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow]
+    /// How many objects match `request`, ignoring its limit and offset.
+    func count(_ request: FetchRequest) throws(StoreError) -> Int
+    /// The stored state of one object, nil when it does not exist.
+    func row(for id: ObjectID) throws(StoreError) -> StoreRow?
+    /// The objects a to-many relationship of `id` holds, in order.
+    func relatedIDs(of id: ObjectID, relationship: String) throws(StoreError) -> [ObjectID]
+    /// Reserves `count` new primary keys for `entity`; keys are never reused, even after a rollback.
+    func newObjectIDs(entity: String, count: Int) throws(StoreError) -> [ObjectID]
+    /// Applies `changes` in one transaction, left open until the result is committed or rolled back.
+    /// - Throws: ``StoreError`` with code `.conflict` listing every stale object, `.uniqueViolation`,
+    ///   `.readOnly` or `.io`; the store is then unchanged.
+    func prepare(_ changes: StoreChanges) throws(StoreError) -> any PreparedSave
+    /// Closes the store; later calls fail with `.closed`.
+    func close()
+}
+
+extension PersistentStore {
+    /// The store's UUID.
+    public var identifier: String { metadata.identifier }
+
+    /// Applies and commits `changes` in one transaction.
+    @discardableResult
+    public func save(_ changes: StoreChanges) throws(StoreError) -> [ObjectID: Int64] {
+        let prepared = try prepare(changes)
+        try prepared.commit()
+        return prepared.versions
+    }
+}

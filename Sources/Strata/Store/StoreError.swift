@@ -1,0 +1,91 @@
+import Foundation
+
+/// One object whose stored version differs from the version a save expected.
+public struct VersionConflict: Sendable, Hashable, CustomStringConvertible {
+    /// The object.
+    public var id: ObjectID
+    /// The version the saving context read.
+    public var expectedVersion: Int64
+    /// The version in the store now; nil when the object was deleted.
+    public var storedVersion: Int64?
+
+    /// Creates a conflict.
+    public init(id: ObjectID, expectedVersion: Int64, storedVersion: Int64?) {
+        self.id = id
+        self.expectedVersion = expectedVersion
+        self.storedVersion = storedVersion
+    }
+
+    public var description: String {
+        "\(id): expected version \(expectedVersion), store has \(storedVersion.map(String.init) ?? "none (deleted)")"
+    }
+}
+
+/// A failure of a store or the coordinator, with the context that explains it.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, stable for matching.
+    public enum Code: String, Sendable, Hashable {
+        /// The store file could not be opened, read or written.
+        case io
+        /// The store was made for another model; `message` names what differs.
+        case incompatibleModel
+        /// The store holds another configuration.
+        case configurationMismatch
+        /// The model has no such configuration.
+        case unknownConfiguration
+        /// The same URL is already attached for another configuration.
+        case duplicateStore
+        /// No attached store holds the entity.
+        case noStoreForEntity
+        /// Several writable stores hold the entity and the insert names none of them.
+        case ambiguousStore
+        /// The store is read-only.
+        case readOnly
+        /// Objects changed underneath the save (optimistic locking).
+        case conflict
+        /// A uniqueness constraint failed.
+        case uniqueViolation
+        /// An object or entity is not known to the store.
+        case notFound
+        /// A request or change set the store cannot apply.
+        case invalidRequest
+        /// The store was closed.
+        case closed
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A sentence saying what and why.
+    public var message: String
+    /// The store's URL, if it has one.
+    public var storeURL: URL?
+    /// The entity concerned, if any.
+    public var entity: String?
+    /// The properties concerned (the fields of a failed uniqueness constraint, say).
+    public var fields: [String]
+    /// The objects whose versions conflicted.
+    public var conflicts: [VersionConflict]
+    /// The underlying error (a ``SQLiteError``, say).
+    public var underlying: (any Error & Sendable)?
+
+    /// Creates an error.
+    public init(
+        _ code: Code, _ message: String, storeURL: URL? = nil, entity: String? = nil, fields: [String] = [],
+        conflicts: [VersionConflict] = [], underlying: (any Error & Sendable)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.storeURL = storeURL
+        self.entity = entity
+        self.fields = fields
+        self.conflicts = conflicts
+        self.underlying = underlying
+    }
+
+    public var description: String {
+        var text = message
+        if let storeURL { text += " [store \(storeURL.path)]" }
+        if let underlying { text += " (\(underlying))" }
+        return text
+    }
+}
