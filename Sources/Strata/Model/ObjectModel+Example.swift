@@ -69,6 +69,7 @@ extension ObjectModel {
     {"name": "Activity", "entities": ["SearchLog"]}
   ]
 }
+
 """#
 
     /// The example model, loaded from ``exampleJSON``.

@@ -1,5 +1,5 @@
 /// One key of a sort order.
-public struct SortDescriptor: Sendable, Hashable {
+public struct SortKey: Sendable, Hashable {
     /// The attribute to sort by.
     public var key: String
     /// Ascending (default) or descending.
@@ -22,9 +22,9 @@ public struct FetchRequest: Sendable, Hashable {
     /// Whether objects of subentities are included (default true, as in Core Data).
     public var includesSubentities: Bool
     /// The filter; nil matches every object.
-    public var predicate: Predicate?
+    public var predicate: FetchPredicate?
     /// The order; objects with equal keys are ordered by primary key.
-    public var sortDescriptors: [SortDescriptor]
+    public var sortDescriptors: [SortKey]
     /// The most objects to return.
     public var fetchLimit: Int?
     /// How many matching objects to skip.
@@ -32,7 +32,7 @@ public struct FetchRequest: Sendable, Hashable {
 
     /// Creates a request.
     public init(
-        entityName: String, predicate: Predicate? = nil, sortDescriptors: [SortDescriptor] = [],
+        entityName: String, predicate: FetchPredicate? = nil, sortDescriptors: [SortKey] = [],
         fetchLimit: Int? = nil, fetchOffset: Int = 0, includesSubentities: Bool = true
     ) {
         self.entityName = entityName

@@ -1,4 +1,4 @@
-extension Predicate {
+extension FetchPredicate {
     /// The predicate checked against `entity`: every key path must name an attribute or to-one
     /// relationship, and every constant compared with an attribute is converted to the attribute's
     /// type (an RFC 3339 string compared with a date becomes a date, say).
@@ -6,7 +6,7 @@ extension Predicate {
     /// Every store binds a predicate this way before using it, so all of them accept and refuse the
     /// same predicates and compare the same values.
     /// - Throws: ``PredicateError`` naming the key path or value that does not fit.
-    public func bound(to entity: String, in model: ObjectModel) throws(PredicateError) -> Predicate {
+    public func bound(to entity: String, in model: ObjectModel) throws(PredicateError) -> FetchPredicate {
         switch self {
         case .always, .never: return self
         case .not(let item): return .not(try item.bound(to: entity, in: model))
@@ -22,7 +22,7 @@ extension Predicate {
     }
 
     /// Checks a key path and returns its attribute, if it is one.
-    private static func check(_ expression: Expression, _ entity: String, _ model: ObjectModel) throws(PredicateError) -> AttributeDescription? {
+    private static func check(_ expression: PredicateTerm, _ entity: String, _ model: ObjectModel) throws(PredicateError) -> AttributeDescription? {
         switch expression {
         case .keyPath(let path):
             if let attribute = model.attribute(path, of: entity) { return attribute }
@@ -35,7 +35,7 @@ extension Predicate {
         }
     }
 
-    private static func coerce(_ expression: Expression, to attribute: AttributeDescription) throws(PredicateError) -> Expression {
+    private static func coerce(_ expression: PredicateTerm, to attribute: AttributeDescription) throws(PredicateError) -> PredicateTerm {
         switch expression {
         case .constant(let value): return .constant(try SQLPredicateBuilder.coerce(value, to: attribute))
         case .list(let items): return .list(try items.map { item throws(PredicateError) in try coerce(item, to: attribute) })

@@ -8,7 +8,7 @@ public enum PredicateOperand: Sendable, Hashable {
     case list([PredicateOperand])
 }
 
-extension Predicate {
+extension FetchPredicate {
     /// Evaluates the predicate in memory.
     /// - Parameter resolve: returns the operand for a key path of the object being tested.
     /// - Throws: ``PredicateError`` for a variable that was not substituted, or what `resolve` throws.
@@ -74,7 +74,7 @@ extension Predicate {
     }
 }
 
-extension Expression {
+extension PredicateTerm {
     func operand(_ resolve: (String) throws -> PredicateOperand) throws -> PredicateOperand {
         switch self {
         case .keyPath(let path): return try resolve(path)

@@ -2,7 +2,7 @@
 ///
 /// Stores translate predicates to SQL with bound values only, or evaluate them in memory, with the
 /// same results.
-public indirect enum Predicate: Sendable, Hashable {
+public indirect enum FetchPredicate: Sendable, Hashable {
     /// Matches every object.
     case always
     /// Matches no object.
@@ -10,15 +10,15 @@ public indirect enum Predicate: Sendable, Hashable {
     /// A comparison of two expressions.
     case comparison(Comparison)
     /// Matches when every operand does.
-    case and([Predicate])
+    case and([FetchPredicate])
     /// Matches when any operand does.
-    case or([Predicate])
+    case or([FetchPredicate])
     /// Matches when the operand does not.
-    case not(Predicate)
+    case not(FetchPredicate)
 }
 
 /// An operand of a comparison.
-public indirect enum Expression: Sendable, Hashable {
+public indirect enum PredicateTerm: Sendable, Hashable {
     /// An attribute, or a to-one relationship compared by ID; `a.b` reads through to-one relationships.
     case keyPath(String)
     /// A literal value.
@@ -28,7 +28,7 @@ public indirect enum Expression: Sendable, Hashable {
     /// A `$NAME` variable, replaced before evaluation.
     case variable(String)
     /// A list of expressions (for `IN` and `BETWEEN`).
-    case list([Expression])
+    case list([PredicateTerm])
 }
 
 /// How a comparison treats letters.
@@ -61,16 +61,16 @@ public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
 /// `lhs op rhs`, with `[cd]` options.
 public struct Comparison: Sendable, Hashable {
     /// The left operand.
-    public var lhs: Expression
+    public var lhs: PredicateTerm
     /// The operator.
     public var op: ComparisonOperator
     /// The right operand.
-    public var rhs: Expression
+    public var rhs: PredicateTerm
     /// Case and diacritic options.
     public var options: ComparisonOptions
 
     /// Creates a comparison.
-    public init(_ lhs: Expression, _ op: ComparisonOperator, _ rhs: Expression, options: ComparisonOptions = []) {
+    public init(_ lhs: PredicateTerm, _ op: ComparisonOperator, _ rhs: PredicateTerm, options: ComparisonOptions = []) {
         self.lhs = lhs
         self.op = op
         self.rhs = rhs
@@ -78,22 +78,22 @@ public struct Comparison: Sendable, Hashable {
     }
 }
 
-extension Predicate {
+extension FetchPredicate {
     /// `keyPath == value`.
-    public static func equal(_ keyPath: String, _ value: AttributeValue) -> Predicate {
+    public static func equal(_ keyPath: String, _ value: AttributeValue) -> FetchPredicate {
         .comparison(Comparison(.keyPath(keyPath), .equal, .constant(value)))
     }
 
     /// `keyPath op value`.
     public static func compare(
         _ keyPath: String, _ op: ComparisonOperator, _ value: AttributeValue, options: ComparisonOptions = []
-    ) -> Predicate {
+    ) -> FetchPredicate {
         .comparison(Comparison(.keyPath(keyPath), op, .constant(value), options: options))
     }
 
     /// The predicate with every `$NAME` variable replaced by `variables[NAME]`.
     /// - Throws: ``PredicateError`` naming a variable that has no value.
-    public func substituting(_ variables: [String: Expression]) throws(PredicateError) -> Predicate {
+    public func substituting(_ variables: [String: PredicateTerm]) throws(PredicateError) -> FetchPredicate {
         switch self {
         case .always, .never: return self
         case .and(let items): return .and(try items.map { item throws(PredicateError) in try item.substituting(variables) })
@@ -107,8 +107,8 @@ extension Predicate {
     }
 }
 
-extension Expression {
-    func substituting(_ variables: [String: Expression]) throws(PredicateError) -> Expression {
+extension PredicateTerm {
+    func substituting(_ variables: [String: PredicateTerm]) throws(PredicateError) -> PredicateTerm {
         switch self {
         case .variable(let name):
             guard let value = variables[name] else { throw PredicateError("no value for variable $\(name)") }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Translates a ``Predicate`` into a SQL condition over an entity table. Values are only ever
+/// Translates a ``FetchPredicate`` into a SQL condition over an entity table. Values are only ever
 /// bound as parameters, never spliced into the SQL text; identifiers come from the validated model.
 struct SQLPredicateBuilder {
     let model: ObjectModel
@@ -23,7 +23,7 @@ struct SQLPredicateBuilder {
         case list([Operand])
     }
 
-    mutating func build(_ predicate: Predicate) throws(PredicateError) -> String {
+    mutating func build(_ predicate: FetchPredicate) throws(PredicateError) -> String {
         switch predicate {
         case .always: return "1"
         case .never: return "0"
@@ -42,7 +42,7 @@ struct SQLPredicateBuilder {
         }
     }
 
-    private func operand(_ expression: Expression) throws(PredicateError) -> Operand {
+    private func operand(_ expression: PredicateTerm) throws(PredicateError) -> Operand {
         switch expression {
         case .keyPath(let path):
             if path.contains(".") {

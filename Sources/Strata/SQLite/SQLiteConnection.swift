@@ -122,7 +122,15 @@ final class SQLiteStatement {
             case .null: status = sqlite3_bind_null(handle, index)
             case .integer(let i): status = sqlite3_bind_int64(handle, index, i)
             case .real(let d): status = sqlite3_bind_double(handle, index, d)
-            case .text(let s): status = sqlite3_bind_text(handle, index, s, -1, csqlite_transient())
+            case .text(let s):
+                // An explicit byte count keeps text with NUL characters whole.
+                var text = s
+                status = text.withUTF8 { bytes in
+                    guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_text(handle, index, "", 0, nil) }
+                    return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                        sqlite3_bind_text(handle, index, $0, Int32(bytes.count), csqlite_transient())
+                    }
+                }
             case .blob(let data):
                 status = data.withUnsafeBytes { bytes in
                     sqlite3_bind_blob64(handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), UInt64(bytes.count), csqlite_transient())
@@ -159,3 +167,6 @@ final class SQLiteStatement {
         return Data(bytes: pointer, count: count)
     }
 }
+
+/// The number of columns of a statement's result.
+func sqlite3ColumnCount(_ statement: SQLiteStatement) -> Int32 { sqlite3_column_count(statement.handle) }

@@ -36,7 +36,16 @@ enum SQLiteFunctions {
                 }
                 let options = ComparisonOptions(rawValue: Int(sqlite3_value_int(arguments[1])))
                 let folded = ValueOrdering.fold(SQLiteFunctions.string(arguments[0]), options)
-                sqlite3_result_text(context, folded, -1, csqlite_transient())
+                var text = folded
+                text.withUTF8 { bytes in
+                    guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                        sqlite3_result_text(context, "", 0, nil)
+                        return
+                    }
+                    base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                        sqlite3_result_text(context, $0, Int32(bytes.count), csqlite_transient())
+                    }
+                }
             }, nil, nil, nil)
     }
 

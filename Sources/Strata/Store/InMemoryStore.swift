@@ -57,7 +57,7 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
 
     private func matching(_ request: FetchRequest, in current: State) throws(StoreError) -> [StoreRow] {
         let family = try family(request)
-        var predicate: Predicate?
+        var predicate: FetchPredicate?
         do {
             predicate = try request.predicate?.bound(to: request.entityName, in: model)
         } catch {
