@@ -1,4 +1,8 @@
+import Foundation
 import Strata
 import StrataServer
 
-print("strata")
+/// The `strata` command line: `strata <command> [options]`.
+let arguments = Array(CommandLine.arguments.dropFirst())
+let status = StrataCommand.run(arguments)
+exit(status)

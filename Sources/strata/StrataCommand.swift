@@ -1,0 +1,93 @@
+import Foundation
+import Strata
+
+/// Dispatches `strata` subcommands. Each returns the process exit status; errors are printed as one
+/// line on stderr, never as a stack trace.
+enum StrataCommand {
+    static let usage = """
+        usage: strata <command> [options]
+
+        commands:
+          model [--model PATH ...]   validate a model and print its entities, configurations and hashes
+          serve                      serve the model over HTTP (not available yet in this build)
+          help                       show this text
+
+        Without --model, every command uses the embedded example model (a library catalogue).
+        """
+
+    static func run(_ arguments: [String]) -> Int32 {
+        guard let command = arguments.first else {
+            print(usage)
+            return 0
+        }
+        let rest = Array(arguments.dropFirst())
+        switch command {
+        case "help", "--help", "-h":
+            print(usage)
+            return 0
+        case "model": return ModelCommand.run(rest)
+        case "serve":
+            printError("strata serve: the HTTP server is not available yet in this build; `strata model` checks a model")
+            return 2
+        default:
+            printError("strata: unknown command '\(command)'\n\n\(usage)")
+            return 64
+        }
+    }
+}
+
+/// Prints a line on stderr.
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
+
+/// Reads `--model PATH` options (repeatable, with `STRATA_MODEL` as a fallback) and loads the model.
+func loadModel(_ paths: [String]) throws(ModelError) -> ObjectModel {
+    var paths = paths
+    if paths.isEmpty, let fromEnvironment = ProcessInfo.processInfo.environment["STRATA_MODEL"], !fromEnvironment.isEmpty {
+        paths = fromEnvironment.split(separator: ",").map(String.init)
+    }
+    if paths.isEmpty { return try ObjectModel.example }
+    return try ObjectModel.load(contentsOf: paths.map { URL(fileURLWithPath: $0) })
+}
+
+/// `strata model`: validates a model and describes it.
+enum ModelCommand {
+    static func run(_ arguments: [String]) -> Int32 {
+        var paths: [String] = []
+        var index = 0
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--model":
+                guard index + 1 < arguments.count else {
+                    printError("strata model: --model needs a path")
+                    return 64
+                }
+                paths.append(arguments[index + 1])
+                index += 2
+            case "--help", "-h":
+                print("usage: strata model [--model PATH ...]\n\nValidates the model (JSON, .xcdatamodel or .xcdatamodeld) and prints it.")
+                return 0
+            default:
+                printError("strata model: unknown option '\(arguments[index])'")
+                return 64
+            }
+        }
+        let model: ObjectModel
+        do {
+            model = try loadModel(paths)
+        } catch {
+            printError("strata model: \(error)")
+            return 1
+        }
+        print("model \(model.name) version \(model.version ?? "-") hash \(model.versionHash)")
+        for entity in model.entities {
+            let configurations = model.configurations(containing: entity.name)
+            print(
+                "  \(entity.name)\(entity.isAbstract ? " (abstract)" : "")  /\(model.resourcePath(of: entity.name))  "
+                    + "configurations: \(configurations.isEmpty ? ObjectModel.defaultConfiguration : configurations.joined(separator: ", "))  "
+                    + "attributes: \(model.attributes(of: entity.name).count)  relationships: \(model.relationships(of: entity.name).count)")
+        }
+        return 0
+    }
+}
