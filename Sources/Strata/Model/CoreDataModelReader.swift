@@ -1,0 +1,346 @@
+import Foundation
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
+/// One element of an XML document: its name, its attributes and its child elements. Text content
+/// is dropped; Core Data's `contents` files keep everything in attributes.
+struct ModelXMLNode: Sendable {
+    var name: String
+    var attributes: [String: String]
+    var children: [ModelXMLNode] = []
+
+    /// The attribute `key`, nil when it is absent or empty.
+    subscript(_ key: String) -> String? {
+        guard let value = attributes[key], !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// The child elements named `name`, in document order.
+    func children(named name: String) -> [ModelXMLNode] { children.filter { $0.name == name } }
+
+    /// Parses an XML document into its root element.
+    /// - Throws: ``ModelError`` of kind `.malformed` naming `file`, the line and the parser's reason.
+    static func parse(_ data: Data, file: String) throws(ModelError) -> ModelXMLNode {
+        let parser = XMLParser(data: data)
+        let builder = XMLTreeBuilder()
+        parser.delegate = builder
+        parser.shouldProcessNamespaces = false
+        parser.shouldResolveExternalEntities = false
+        let succeeded = parser.parse()
+        // The parser may report success yet record an error (a truncated document, for one).
+        guard succeeded, parser.parserError == nil, let root = builder.root else {
+            var reason = "not well-formed XML"
+            if let error = parser.parserError {
+                reason += " (parser error \((error as NSError).code))"
+            } else if succeeded {
+                reason = "the document has no root element"
+            }
+            let place = "line \(parser.lineNumber), column \(parser.columnNumber)"
+            throw ModelError(.malformed, file: file, issues: [ModelIssue(.invalidValue, "\(place): \(reason)")])
+        }
+        return root
+    }
+}
+
+/// Builds an ``ModelXMLNode`` tree from `XMLParser` events.
+private final class XMLTreeBuilder: NSObject, XMLParserDelegate {
+    private var stack: [ModelXMLNode] = []
+    private(set) var root: ModelXMLNode?
+
+    func parser(
+        _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName qName: String?,
+        attributes attributeDict: [String: String] = [:]
+    ) {
+        stack.append(ModelXMLNode(name: elementName, attributes: attributeDict))
+    }
+
+    func parser(
+        _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?
+    ) {
+        guard let node = stack.popLast() else { return }
+        if stack.isEmpty {
+            root = node
+        } else {
+            stack[stack.count - 1].children.append(node)
+        }
+    }
+}
+
+/// Reads the `<model>` element of a Core Data `contents` file into descriptions, collecting every
+/// problem so one run reports them all.
+///
+/// What is read: entities (`name`, `parentEntity`, `isAbstract`, `renamingIdentifier`, and the
+/// `resource` entry of the entity's own `userInfo`), attributes, relationships, fetched properties,
+/// uniqueness constraints, fetch indexes (and the older `indexed="YES"` and `compoundIndexes`),
+/// configurations and the model's `userDefinedModelVersionIdentifier`. Everything else (layout
+/// `elements`, other `userInfo` entries, `representedClassName`, `syncable`, `codeGenerationType`,
+/// `usesScalarValueType`, `versionHashModifier`, unknown attributes and elements) is ignored.
+/// Transient attributes and relationships are skipped: they hold no stored data.
+struct CoreDataModelReader {
+    var issues: [ModelIssue] = []
+
+    /// The parts of a model read from a `contents` file.
+    struct Parsed {
+        var version: String?
+        var entities: [EntityDescription]
+        var configurations: [ConfigurationDescription]
+    }
+
+    private mutating func add(_ code: ModelIssue.Code, _ entity: String?, _ property: String?, _ message: String) {
+        issues.append(ModelIssue(code, entity: entity, property: property, message))
+    }
+
+    /// Reads a Core Data `YES`/`NO` flag; `absent` when the attribute is missing.
+    private mutating func flag(
+        _ node: ModelXMLNode, _ key: String, absent: Bool, _ entity: String?, _ property: String?
+    ) -> Bool {
+        guard let text = node[key] else { return absent }
+        switch text.lowercased() {
+        case "yes", "true", "1": return true
+        case "no", "false", "0": return false
+        default:
+            add(.invalidValue, entity, property, "'\(key)' must be YES or NO, not '\(text)'")
+            return absent
+        }
+    }
+
+    /// Reads a non-negative whole number.
+    private mutating func count(_ node: ModelXMLNode, _ key: String, _ entity: String, _ property: String) -> Int? {
+        guard let text = node[key] else { return nil }
+        guard let value = Int(text), value >= 0 else {
+            add(.invalidValue, entity, property, "'\(key)' must be a non-negative whole number, not '\(text)'")
+            return nil
+        }
+        return value
+    }
+
+    /// Reads the `<model>` root element; problems are added to ``issues``.
+    mutating func readModel(_ root: ModelXMLNode) -> Parsed {
+        if root.name != "model" {
+            add(.invalidValue, nil, nil, "the root element is <\(root.name)>, not <model>")
+        }
+        let entities = root.children(named: "entity").compactMap { readEntity($0) }
+        var configurations: [ConfigurationDescription] = []
+        for node in root.children(named: "configuration") {
+            guard let name = node["name"] else {
+                add(.missingValue, nil, nil, "a configuration needs a 'name'")
+                continue
+            }
+            // Core Data's "Default" holds every entity; Xcode may write it to carry CloudKit settings.
+            if name == ObjectModel.defaultConfiguration { continue }
+            let members = node.children(named: "memberEntity").compactMap { $0["name"] }
+            configurations.append(ConfigurationDescription(name: name, entities: members))
+        }
+        return Parsed(
+            version: root["userDefinedModelVersionIdentifier"], entities: entities, configurations: configurations)
+    }
+
+    private mutating func readEntity(_ node: ModelXMLNode) -> EntityDescription? {
+        guard let name = node["name"] else {
+            add(.missingValue, nil, nil, "an entity needs a 'name'")
+            return nil
+        }
+        var entity = EntityDescription(name: name)
+        entity.parent = node["parentEntity"]
+        entity.isAbstract = flag(node, "isAbstract", absent: false, name, nil)
+        entity.renamedFrom = node["renamingIdentifier"]
+        for child in node.children {
+            switch child.name {
+            case "attribute":
+                if let attribute = readAttribute(child, entity: name) { entity.attributes.append(attribute) }
+                if flag(child, "indexed", absent: false, name, child["name"]), let property = child["name"] {
+                    addIndex(to: &entity, properties: [property])
+                }
+            case "relationship":
+                if let relationship = readRelationship(child, entity: name) {
+                    entity.relationships.append(relationship)
+                }
+            case "fetchedProperty":
+                if let fetched = readFetchedProperty(child, entity: name) { entity.fetchedProperties.append(fetched) }
+            case "uniquenessConstraints":
+                for constraint in child.children(named: "uniquenessConstraint") {
+                    entity.uniqueness.append(constraint.children(named: "constraint").compactMap { $0["value"] })
+                }
+            case "fetchIndex":
+                let properties = child.children(named: "fetchIndexElement").compactMap { $0["property"] }
+                if let indexName = child["name"] {
+                    entity.indexes.append(IndexDescription(name: indexName, properties: properties))
+                } else {
+                    addIndex(to: &entity, properties: properties)
+                }
+            case "compoundIndexes":
+                for index in child.children(named: "compoundIndex") {
+                    addIndex(to: &entity, properties: index.children(named: "index").compactMap { $0["value"] })
+                }
+            case "userInfo":
+                if let entry = child.children(named: "entry").last(where: { $0["key"] == "resource" }) {
+                    entity.resource = entry.attributes["value"]
+                }
+            default:
+                break
+            }
+        }
+        return entity
+    }
+
+    /// Adds an unnamed index (older Core Data spellings), naming it `<Entity>_<property>_…`, unless
+    /// an index over the same properties exists.
+    private func addIndex(to entity: inout EntityDescription, properties: [String]) {
+        guard !entity.indexes.contains(where: { $0.properties == properties }) else { return }
+        var name = ([entity.name] + properties).joined(separator: "_")
+        while entity.indexes.contains(where: { $0.name == name }) { name += "_" }
+        entity.indexes.append(IndexDescription(name: name, properties: properties))
+    }
+
+    private mutating func readAttribute(_ node: ModelXMLNode, entity: String) -> AttributeDescription? {
+        guard let name = node["name"] else {
+            add(.missingValue, entity, nil, "an attribute needs a 'name'")
+            return nil
+        }
+        if flag(node, "transient", absent: false, entity, name) { return nil }
+        guard let typeName = node["attributeType"] else {
+            add(.missingValue, entity, name, "attribute needs an 'attributeType'")
+            return nil
+        }
+        guard let type = AttributeType(modelName: typeName) else {
+            let known =
+                "String, Integer 16, Integer 32, Integer 64, Double, Float, Decimal, Boolean, Date, Binary, UUID, URI, Transformable"
+            add(.unknownType, entity, name, "unknown attributeType '\(typeName)' (known: \(known))")
+            return nil
+        }
+        var attribute = AttributeDescription(name: name, type: type)
+        attribute.isOptional = flag(node, "optional", absent: false, entity, name)
+        attribute.regex = node["regularExpressionString"]
+        attribute.renamedFrom = node["renamingIdentifier"]
+        if type == .string || type == .binary {
+            attribute.minLength = count(node, "minValueString", entity, name)
+            attribute.maxLength = count(node, "maxValueString", entity, name)
+        } else if type.isNumeric || type == .date {
+            attribute.minValue = bound(node, ["minValueString", "minDateTimeInterval"], type, entity, name)
+            attribute.maxValue = bound(node, ["maxValueString", "maxDateTimeInterval"], type, entity, name)
+        } else if let key = ["minValueString", "maxValueString"].first(where: { node[$0] != nil }) {
+            add(
+                .invalidValue, entity, name,
+                "'\(key)' applies to numbers, dates, strings and binary data, not \(typeName)")
+        }
+        for key in ["defaultValueString", "defaultDateTimeInterval"] {
+            guard let text = node.attributes[key] else { continue }
+            guard let value = Self.value(text, as: type) else {
+                add(.invalidDefault, entity, name, "'\(key)' '\(text)' does not fit attributeType \(typeName)")
+                continue
+            }
+            attribute.defaultValue = value
+        }
+        return attribute
+    }
+
+    /// Reads a min or max bound the way the JSON format holds it: a whole number as `.integer`
+    /// (`.decimal` for decimal attributes), another number as `.double`, a date as `.date`.
+    private mutating func bound(
+        _ node: ModelXMLNode, _ keys: [String], _ type: AttributeType, _ entity: String, _ name: String
+    ) -> AttributeValue? {
+        guard let key = keys.first(where: { node[$0] != nil }), let text = node[key] else { return nil }
+        if type == .date {
+            if let date = Self.date(text) { return .date(date) }
+        } else if let integer = Int64(text) {
+            return type == .decimal ? .decimal(Decimal(integer)) : .integer(integer)
+        } else if let number = Double(text), number.isFinite {
+            return .double(number)
+        }
+        add(
+            .invalidValue, entity, name,
+            "'\(key)' '\(text)' does not fit attributeType \(node["attributeType"] ?? type.rawValue)")
+        return nil
+    }
+
+    /// A date as Core Data writes it (seconds since 2001-01-01) or as RFC 3339, kept to the microsecond.
+    static func date(_ text: String) -> Date? {
+        if let seconds = Double(text), seconds.isFinite {
+            let date = Date(timeIntervalSinceReferenceDate: seconds)
+            return AttributeValue.date(microseconds: AttributeValue.microseconds(of: date))
+        }
+        return AttributeValue.parseDate(text)
+    }
+
+    /// Converts a `defaultValueString` to a value of `type`; nil when it does not fit.
+    static func value(_ text: String, as type: AttributeType) -> AttributeValue? {
+        switch type {
+        case .string:
+            return .string(text)
+        case .integer16, .integer32, .integer64:
+            var integer = Int64(text)
+            if integer == nil, let number = Double(text), number == number.rounded(), abs(number) < 9.2e18 {
+                integer = Int64(number)
+            }
+            guard let integer, type.integerRange!.contains(integer) else { return nil }
+            return .integer(integer)
+        case .double, .float:
+            return Double(text).flatMap { $0.isFinite ? .double($0) : nil }
+        case .decimal:
+            return AttributeValue.parseDecimal(text).map { .decimal($0) }
+        case .boolean:
+            switch text.lowercased() {
+            case "yes", "true", "1": return .boolean(true)
+            case "no", "false", "0": return .boolean(false)
+            default: return nil
+            }
+        case .date:
+            return date(text).map { .date($0) }
+        case .binary:
+            return Data(base64Encoded: text).map { .binary($0) }
+        case .uuid:
+            return UUID(uuidString: text).map { .uuid($0) }
+        case .uri:
+            return AttributeValue.isURI(text) ? .uri(text) : nil
+        case .json:
+            guard let json = try? JSONValue.parse(text) else { return nil }
+            return .json(json)
+        }
+    }
+
+    private mutating func readRelationship(_ node: ModelXMLNode, entity: String) -> RelationshipDescription? {
+        guard let name = node["name"] else {
+            add(.missingValue, entity, nil, "a relationship needs a 'name'")
+            return nil
+        }
+        if flag(node, "transient", absent: false, entity, name) { return nil }
+        guard let destination = node["destinationEntity"] else {
+            add(.missingValue, entity, name, "relationship needs a 'destinationEntity'")
+            return nil
+        }
+        var relationship = RelationshipDescription(name: name, destination: destination, inverse: node["inverseName"])
+        relationship.isToMany = flag(node, "toMany", absent: false, entity, name)
+        relationship.isOrdered = flag(node, "ordered", absent: false, entity, name)
+        relationship.isOptional = flag(node, "optional", absent: false, entity, name)
+        relationship.renamedFrom = node["renamingIdentifier"]
+        if relationship.isToMany {
+            // Core Data writes 0 for "no limit".
+            relationship.minCount = count(node, "minCount", entity, name).flatMap { $0 == 0 ? nil : $0 }
+            relationship.maxCount = count(node, "maxCount", entity, name).flatMap { $0 == 0 ? nil : $0 }
+        }
+        if let rule = node["deletionRule"] {
+            if let parsed = DeleteRule(modelName: rule) {
+                relationship.deleteRule = parsed
+            } else {
+                add(
+                    .invalidValue, entity, name,
+                    "unknown deletionRule '\(rule)' (known: Nullify, Cascade, Deny, No Action)")
+            }
+        }
+        return relationship
+    }
+
+    private mutating func readFetchedProperty(_ node: ModelXMLNode, entity: String) -> FetchedPropertyDescription? {
+        guard let name = node["name"] else {
+            add(.missingValue, entity, nil, "a fetched property needs a 'name'")
+            return nil
+        }
+        guard let request = node.children(named: "fetchRequest").first, let fetched = request["entity"] else {
+            add(.missingValue, entity, name, "fetched property needs a <fetchRequest> with an 'entity'")
+            return nil
+        }
+        return FetchedPropertyDescription(name: name, entity: fetched, predicate: request["predicateString"] ?? "")
+    }
+}
