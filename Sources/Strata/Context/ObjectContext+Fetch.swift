@@ -1,0 +1,177 @@
+extension ObjectContext {
+    /// The objects matching `request`, as this context sees them: the stores' objects (through the
+    /// parent chain) with this context's unsaved inserts, updates and deletes applied, as in Core Data.
+    /// - Throws: `.invalidPredicate` for a predicate that does not fit the entity, `.store`.
+    public func fetch(_ request: FetchRequest) throws(ContextError) -> [ManagedObject] {
+        let states = try fetchStates(request)
+        return managedObjects(states.map(\.id))
+    }
+
+    /// The IDs of the objects matching `request`.
+    public func fetchIDs(_ request: FetchRequest) throws(ContextError) -> [ObjectID] {
+        try fetchStates(request).map { registry.canonical($0.id) }
+    }
+
+    /// How many objects match `request` (ignoring its limit and offset), unsaved changes included.
+    public func count(_ request: FetchRequest) throws(ContextError) -> Int {
+        var unwindowed = request
+        unwindowed.fetchLimit = nil
+        unwindowed.fetchOffset = 0
+        if !hasChanges(inFamilyOf: request.entityName), parent == nil {
+            do {
+                return try coordinator.count(unwindowed)
+            } catch {
+                throw Self.wrap(error)
+            }
+        }
+        return try fetchStates(unwindowed).count
+    }
+
+    static func wrap(_ error: StoreError) -> ContextError {
+        ContextError(error.code == .invalidRequest ? .invalidPredicate : .store, error.message, storeError: error)
+    }
+
+    private func hasChanges(inFamilyOf entity: String) -> Bool {
+        let family = Set(model.entityAndSubentities(of: entity))
+        return storage.withLock { s in
+            s.insertedSet.contains { family.contains($0.entityName) } || s.updated.keys.contains { family.contains($0.entityName) }
+                || s.deleted.keys.contains { family.contains($0.entityName) }
+        }
+    }
+
+    /// The states matching `request` at this level of the context chain.
+    func fetchStates(_ request: FetchRequest) throws(ContextError) -> [ObjectState] {
+        guard model.entity(named: request.entityName) != nil else {
+            throw ContextError(.unknownProperty, "the model has no entity '\(request.entityName)'")
+        }
+        let local = hasChanges(inFamilyOf: request.entityName)
+        var base = request
+        if local {
+            base.fetchLimit = nil
+            base.fetchOffset = 0
+        }
+        let fetched: [ObjectState]
+        if let parent {
+            fetched = try parent.fetchStates(base)
+        } else {
+            do {
+                fetched = try coordinator.fetch(base).map(ObjectState.init(row:))
+            } catch {
+                throw Self.wrap(error)
+            }
+        }
+        return try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            // Register what came back; objects with unsaved changes keep this context's values.
+            var results: [ObjectState] = []
+            for state in fetched {
+                let k = key(state.id, s)
+                if s.deleted[k] != nil { continue }
+                if s.updated[k] != nil || s.insertedSet.contains(k) {
+                    if !local { results.append(s.objects[k] ?? state) }
+                    continue
+                }
+                var fresh = state
+                fresh.id = k
+                s.objects[k] = fresh
+                results.append(fresh)
+            }
+            guard local else { return results }
+            let family = Set(model.entityAndSubentities(of: request.entityName))
+            let entities = request.includesSubentities ? family : [request.entityName]
+            var predicate: FetchPredicate?
+            do {
+                predicate = try request.predicate?.bound(to: request.entityName, in: model)
+            } catch {
+                throw ContextError(.invalidPredicate, "\(error)")
+            }
+            let candidates = (s.inserted + Array(s.updated.keys)).filter { entities.contains($0.entityName) }
+            for k in candidates {
+                guard let state = s.objects[k] else { continue }
+                if let predicate, try !matches(predicate, state, &s) { continue }
+                results.append(state)
+            }
+            for descriptor in request.sortDescriptors where model.attribute(descriptor.key, of: request.entityName) == nil {
+                throw ContextError(.invalidPredicate, "cannot sort by '\(descriptor.key)': no such attribute")
+            }
+            results.sort { lhs, rhs in
+                for descriptor in request.sortDescriptors {
+                    let order = ValueOrdering.sortOrder(
+                        lhs.attributes[descriptor.key] ?? .null, rhs.attributes[descriptor.key] ?? .null,
+                        caseInsensitive: descriptor.caseInsensitive)
+                    if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
+                }
+                return Self.tieOrder(lhs.id, rhs.id)
+            }
+            let start = min(request.fetchOffset, results.count)
+            let end = request.fetchLimit.map { min(results.count, start + $0) } ?? results.count
+            return Array(results[start..<end])
+        }
+    }
+
+    /// Saved objects by store and key, then unsaved ones in insertion order.
+    static func tieOrder(_ lhs: ObjectID, _ rhs: ObjectID) -> Bool {
+        switch (lhs.key, rhs.key) {
+        case (.permanent(let a), .permanent(let b)):
+            if lhs.storeIdentifier != rhs.storeIdentifier { return (lhs.storeIdentifier ?? "") < (rhs.storeIdentifier ?? "") }
+            return a < b
+        case (.permanent, .temporary): return true
+        case (.temporary, .permanent): return false
+        case (.temporary(let a), .temporary(let b)): return a < b
+        }
+    }
+
+    /// Evaluates a predicate against a state in this context, reading through relationships.
+    func matches(_ predicate: FetchPredicate, _ state: ObjectState, _ s: inout ContextStorage) throws(ContextError) -> Bool {
+        do {
+            return try predicate.evaluate { path in try self.resolve(path, from: state, &s) }
+        } catch let error as ContextError {
+            throw error
+        } catch {
+            throw ContextError(.invalidPredicate, "\(error)")
+        }
+    }
+
+    /// The operand a key path gives for `state`: dotted paths read through to-one relationships;
+    /// a to-many step gives a list.
+    func resolve(_ path: String, from state: ObjectState, _ s: inout ContextStorage) throws -> PredicateOperand {
+        let parts = path.split(separator: ".").map(String.init)
+        var current: [ObjectState] = [state]
+        var isList = false
+        for (index, part) in parts.enumerated() {
+            let last = index == parts.count - 1
+            if part == "@count" {
+                return .value(.integer(Int64(current.count)))
+            }
+            if last, let first = current.first, model.attribute(part, of: first.id.entityName) != nil {
+                let values = current.map { PredicateOperand.value($0.attributes[part] ?? .null) }
+                return isList ? .list(values) : values[0]
+            }
+            var next: [ObjectState] = []
+            var ids: [ObjectID?] = []
+            for item in current {
+                guard let relationship = model.relationship(part, of: item.id.entityName) else {
+                    throw PredicateError("'\(item.id.entityName)' has no property '\(part)'")
+                }
+                if relationship.isToMany {
+                    isList = true
+                    for id in try toManyList(item.id, part, &s) {
+                        ids.append(registry.canonical(id))
+                        if let related = try loadState(id, &s) { next.append(related) }
+                    }
+                } else {
+                    let target = item.toOne[part] ?? nil
+                    ids.append(target.map(registry.canonical))
+                    if let target, let related = try loadState(target, &s) { next.append(related) }
+                }
+            }
+            if last {
+                if parts.count > index + 1 { continue }
+                if isList { return .list(ids.map { .object($0) }) }
+                return .object(ids.first ?? nil)
+            }
+            if next.isEmpty { return isList ? .list([]) : .value(.null) }
+            current = next
+        }
+        return .value(.null)
+    }
+}

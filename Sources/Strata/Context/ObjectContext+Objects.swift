@@ -1,0 +1,319 @@
+import Foundation
+
+extension ObjectContext {
+    /// The key under which `s` holds `id`: the permanent ID once known, else the temporary one.
+    func key(_ id: ObjectID, _ s: ContextStorage) -> ObjectID {
+        let canonical = registry.canonical(id)
+        if s.objects[canonical] != nil || s.deleted[canonical] != nil { return canonical }
+        if let temporary = registry.temporary(for: canonical), s.objects[temporary] != nil || s.deleted[temporary] != nil {
+            return temporary
+        }
+        return canonical
+    }
+
+    /// The state of `id` in this context, loaded from the parent or the stores when first needed.
+    func loadState(_ id: ObjectID, _ s: inout ContextStorage) throws(ContextError) -> ObjectState? {
+        let k = key(id, s)
+        if let state = s.objects[k] { return state }
+        if s.deleted[k] != nil { return nil }
+        let loaded: ObjectState?
+        if let parent {
+            loaded = try parent.storage.withLock { (p: inout ContextStorage) throws(ContextError) in try parent.loadState(k, &p) }
+        } else if k.isTemporary {
+            loaded = nil
+        } else {
+            do {
+                loaded = try coordinator.row(for: k).map(ObjectState.init(row:))
+            } catch {
+                throw ContextError(.store, "cannot read \(k): \(error)", storeError: error)
+            }
+        }
+        if var state = loaded {
+            state.id = k
+            s.objects[k] = state
+            return state
+        }
+        return nil
+    }
+
+    func requireState(_ id: ObjectID, _ s: inout ContextStorage) throws(ContextError) -> ObjectState {
+        guard let state = try loadState(id, &s) else { throw ContextError(.notFound, "object \(registry.canonical(id)) does not exist") }
+        return state
+    }
+
+    /// The materialized contents of a to-many relationship.
+    func toManyList(_ id: ObjectID, _ name: String, _ s: inout ContextStorage) throws(ContextError) -> [ObjectID] {
+        let state = try requireState(id, &s)
+        if let list = state.toMany[name] { return list }
+        let list: [ObjectID]
+        if let parent {
+            list = try parent.storage.withLock { (p: inout ContextStorage) throws(ContextError) in try parent.toManyList(state.id, name, &p) }
+        } else if state.id.isTemporary {
+            list = []
+        } else {
+            do {
+                list = try coordinator.relatedIDs(of: state.id, relationship: name)
+            } catch {
+                throw ContextError(.store, "cannot read \(state.id).\(name): \(error)", storeError: error)
+            }
+        }
+        s.objects[state.id]?.toMany[name] = list
+        return list
+    }
+
+    /// Starts tracking changes of `k` (an existing object), remembering its state for rollback.
+    func track(_ k: ObjectID, _ s: inout ContextStorage) {
+        guard !s.insertedSet.contains(k), s.updated[k] == nil, let state = s.objects[k] else { return }
+        s.updated[k] = PendingChange(baseVersion: state.version)
+        if s.originals[k] == nil { s.originals[k] = state }
+    }
+
+    /// The managed object for `k`, made on first use.
+    func managedObject(_ k: ObjectID, _ s: inout ContextStorage) -> ManagedObject {
+        if let existing = s.managed[k] { return existing }
+        let object = ManagedObject(context: self, id: k)
+        s.managed[k] = object
+        return object
+    }
+
+    // MARK: - Public object API
+
+    /// Inserts a new object of `entity` with its default values; it gets a temporary ID until the
+    /// root save.
+    /// - Throws: `.unknownProperty` for an unknown entity, `.abstractEntity`, `.invalidValue`.
+    @discardableResult
+    public func insert(_ entity: String, values: [String: AttributeValue] = [:]) throws(ContextError) -> ManagedObject {
+        guard let description = model.entity(named: entity) else {
+            throw ContextError(.unknownProperty, "the model has no entity '\(entity)'")
+        }
+        if description.isAbstract { throw ContextError(.abstractEntity, "'\(entity)' is abstract; insert one of its subentities") }
+        let id = ObjectID.temporary(entity: entity)
+        var state = ObjectState(id: id, version: 0, attributes: [:], toOne: [:], toMany: [:])
+        for attribute in model.attributes(of: entity) { state.attributes[attribute.name] = attribute.defaultValue ?? .null }
+        for relationship in model.relationships(of: entity) {
+            if relationship.isToMany { state.toMany[relationship.name] = [] } else { state.toOne[relationship.name] = .some(nil) }
+        }
+        let object = storage.withLock { s in
+            s.objects[id] = state
+            s.inserted.append(id)
+            s.insertedSet.insert(id)
+            return managedObject(id, &s)
+        }
+        for (name, value) in values { try setAttribute(id, name, value) }
+        return object
+    }
+
+    /// The object with `id`, registered in this context.
+    /// - Throws: `.notFound` when it does not exist (or is deleted here).
+    public func object(with id: ObjectID) throws(ContextError) -> ManagedObject {
+        try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            let state = try requireState(id, &s)
+            return managedObject(state.id, &s)
+        }
+    }
+
+    /// Marks an object deleted, applying its relationships' delete rules now (cascade, nullify;
+    /// deny is checked when saving).
+    public func delete(_ object: ManagedObject) throws(ContextError) {
+        try storage.withLock { (s: inout ContextStorage) throws(ContextError) in try delete(object.storedID, &s) }
+    }
+
+    func delete(_ id: ObjectID, _ s: inout ContextStorage) throws(ContextError) {
+        guard let state = try loadState(id, &s) else { return }
+        let k = state.id
+        // Mark first, so cascades that come back to this object stop.
+        if s.insertedSet.contains(k) {
+            s.insertedSet.remove(k)
+            s.inserted.removeAll { $0 == k }
+            s.deletedStates[k] = state
+        } else {
+            let base = s.updated[k]?.baseVersion ?? state.version
+            if s.originals[k] == nil { s.originals[k] = state }
+            s.updated[k] = nil
+            s.deleted[k] = .some(base)
+            s.deletedStates[k] = state
+        }
+        s.objects[k] = nil
+        for relationship in model.relationships(of: k.entityName) {
+            guard relationship.deleteRule == .nullify || relationship.deleteRule == .cascade,
+                let inverse = model.inverse(of: relationship.name, of: k.entityName)
+            else { continue }
+            var related: [ObjectID] = []
+            if relationship.isToMany {
+                s.objects[k] = state
+                related = try toManyList(k, relationship.name, &s)
+                s.deletedStates[k]?.toMany[relationship.name] = related
+                s.objects[k] = nil
+            } else if let target = state.toOne[relationship.name] ?? nil {
+                related = [target]
+            }
+            for target in related {
+                guard let targetState = try loadState(target, &s) else { continue }
+                try unlink(targetState.id, inverse, from: k, &s)
+                if relationship.deleteRule == .cascade { try delete(targetState.id, &s) }
+            }
+        }
+    }
+
+    /// Removes `owner` from relationship `relationship` of `target` (inverse maintenance).
+    func unlink(_ target: ObjectID, _ relationship: RelationshipDescription, from owner: ObjectID, _ s: inout ContextStorage) throws(ContextError) {
+        guard s.objects[target] != nil else { return }
+        if relationship.isToMany {
+            try primitiveRemove(target, relationship.name, owner, &s)
+        } else if (s.objects[target]?.toOne[relationship.name] ?? nil) == owner {
+            primitiveSetToOne(target, relationship.name, nil, &s)
+        }
+    }
+
+    // MARK: - Attributes
+
+    func setAttribute(_ id: ObjectID, _ name: String, _ value: AttributeValue) throws(ContextError) {
+        try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            let state = try requireState(id, &s)
+            guard let attribute = model.attribute(name, of: state.id.entityName) else {
+                throw ContextError(.unknownProperty, "'\(state.id.entityName)' has no attribute '\(name)'")
+            }
+            var value = value
+            if case .integer(let i) = value, attribute.type == .double || attribute.type == .float { value = .double(Double(i)) }
+            if case .integer(let i) = value, attribute.type == .decimal { value = .decimal(Decimal(i)) }
+            guard value.fits(attribute.type) else {
+                throw ContextError(.invalidValue, "'\(state.id.entityName).\(name)' is \(attribute.type.rawValue); \(value.kindName) \(value.json.jsonText) does not fit")
+            }
+            if state.attributes[name] == value { return }
+            track(state.id, &s)
+            s.objects[state.id]?.attributes[name] = value
+            s.updated[state.id]?.attributes.insert(name)
+        }
+    }
+
+    // MARK: - Relationship primitives (no inverse maintenance)
+
+    func primitiveSetToOne(_ k: ObjectID, _ name: String, _ target: ObjectID?, _ s: inout ContextStorage) {
+        track(k, &s)
+        s.objects[k]?.toOne[name] = .some(target)
+        s.updated[k]?.toOne.insert(name)
+    }
+
+    func primitiveAdd(_ k: ObjectID, _ name: String, _ target: ObjectID, _ s: inout ContextStorage) throws(ContextError) {
+        var list = try toManyList(k, name, &s)
+        guard !list.contains(target) else { return }
+        list.append(target)
+        track(k, &s)
+        s.objects[k]?.toMany[name] = list
+        s.updated[k]?.toMany[name, default: ToManyDelta()].add(target)
+        if model.relationship(name, of: k.entityName)?.isOrdered == true { s.updated[k]?.toMany[name]?.orderedList = list }
+    }
+
+    func primitiveRemove(_ k: ObjectID, _ name: String, _ target: ObjectID, _ s: inout ContextStorage) throws(ContextError) {
+        var list = try toManyList(k, name, &s)
+        guard let index = list.firstIndex(of: target) else { return }
+        list.remove(at: index)
+        track(k, &s)
+        s.objects[k]?.toMany[name] = list
+        s.updated[k]?.toMany[name, default: ToManyDelta()].remove(target)
+        if model.relationship(name, of: k.entityName)?.isOrdered == true { s.updated[k]?.toMany[name]?.orderedList = list }
+    }
+
+    // MARK: - Relationships with inverse maintenance
+
+    private func relationshipPair(_ entity: String, _ name: String) throws(ContextError) -> (RelationshipDescription, RelationshipDescription) {
+        guard let relationship = model.relationship(name, of: entity), let inverse = model.inverse(of: name, of: entity) else {
+            throw ContextError(.unknownProperty, "'\(entity)' has no relationship '\(name)'")
+        }
+        return (relationship, inverse)
+    }
+
+    private func checkTarget(_ target: ObjectID, _ relationship: RelationshipDescription, _ s: inout ContextStorage) throws(ContextError) -> ObjectID {
+        let state = try requireState(target, &s)
+        guard model.entity(state.id.entityName, isKindOf: relationship.destination) else {
+            throw ContextError(.invalidValue, "'\(relationship.name)' holds \(relationship.destination) objects, not \(state.id.entityName)")
+        }
+        return state.id
+    }
+
+    func setToOne(_ id: ObjectID, _ name: String, _ target: ObjectID?) throws(ContextError) {
+        try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            let state = try requireState(id, &s)
+            let k = state.id
+            let (relationship, inverse) = try relationshipPair(k.entityName, name)
+            guard !relationship.isToMany else { throw ContextError(.invalidValue, "'\(name)' is a to-many relationship") }
+            let new = try target.map { (t: ObjectID) throws(ContextError) in try checkTarget(t, relationship, &s) }
+            let old = state.toOne[name] ?? nil
+            if old == new { return }
+            if let old, try loadState(old, &s) != nil { try unlink(key(old, s), inverse, from: k, &s) }
+            if let new {
+                if inverse.isToMany {
+                    try primitiveAdd(new, inverse.name, k, &s)
+                } else {
+                    if let previous = s.objects[new]?.toOne[inverse.name] ?? nil, previous != k, try loadState(previous, &s) != nil {
+                        primitiveSetToOne(key(previous, s), name, nil, &s)
+                    }
+                    primitiveSetToOne(new, inverse.name, k, &s)
+                }
+            }
+            primitiveSetToOne(k, name, new, &s)
+        }
+    }
+
+    func setToMany(_ id: ObjectID, _ name: String, _ targets: [ObjectID]) throws(ContextError) {
+        try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            let state = try requireState(id, &s)
+            let k = state.id
+            let (relationship, inverse) = try relationshipPair(k.entityName, name)
+            guard relationship.isToMany else { throw ContextError(.invalidValue, "'\(name)' is a to-one relationship") }
+            var list: [ObjectID] = []
+            for target in targets {
+                let checked = try checkTarget(target, relationship, &s)
+                if !list.contains(checked) { list.append(checked) }
+            }
+            let current = try toManyList(k, name, &s)
+            let removed = current.filter { !list.contains($0) }
+            let added = list.filter { !current.contains($0) }
+            for target in removed where try loadState(target, &s) != nil { try unlink(key(target, s), inverse, from: k, &s) }
+            for target in added {
+                if inverse.isToMany {
+                    try primitiveAdd(target, inverse.name, k, &s)
+                } else {
+                    if let previous = s.objects[target]?.toOne[inverse.name] ?? nil, previous != k, try loadState(previous, &s) != nil {
+                        try primitiveRemove(key(previous, s), name, target, &s)
+                    }
+                    primitiveSetToOne(target, inverse.name, k, &s)
+                }
+            }
+            if removed.isEmpty && added.isEmpty && current == list { return }
+            track(k, &s)
+            s.objects[k]?.toMany[name] = list
+            for target in removed { s.updated[k]?.toMany[name, default: ToManyDelta()].remove(target) }
+            for target in added { s.updated[k]?.toMany[name, default: ToManyDelta()].add(target) }
+            if relationship.isOrdered {
+                s.updated[k]?.toMany[name, default: ToManyDelta()].orderedList = list
+            }
+        }
+    }
+
+    // MARK: - Reading
+
+    func currentState(_ id: ObjectID) throws(ContextError) -> ObjectState {
+        try storage.withLock { (s: inout ContextStorage) throws(ContextError) in try requireState(id, &s) }
+    }
+
+    func currentToMany(_ id: ObjectID, _ name: String) throws(ContextError) -> [ObjectID] {
+        try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            guard model.relationship(name, of: id.entityName)?.isToMany == true else {
+                throw ContextError(.unknownProperty, "'\(id.entityName)' has no to-many relationship '\(name)'")
+            }
+            return try toManyList(id, name, &s).map(registry.canonical)
+        }
+    }
+
+    func managedObjects(_ ids: [ObjectID]) -> [ManagedObject] {
+        storage.withLock { s in ids.map { managedObject(key($0, s), &s) } }
+    }
+
+    func status(_ id: ObjectID) -> (inserted: Bool, updated: Bool, deleted: Bool) {
+        storage.withLock { s in
+            let k = key(id, s)
+            return (s.insertedSet.contains(k), !(s.updated[k]?.isEmpty ?? true), s.deleted[k] != nil || s.deletedStates[k] != nil)
+        }
+    }
+}

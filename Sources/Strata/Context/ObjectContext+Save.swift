@@ -1,0 +1,299 @@
+/// A child's unsaved changes, as pushed into its parent.
+struct PushedChanges {
+    var inserts: [ObjectState] = []
+    var updates: [(id: ObjectID, change: PendingChange, state: ObjectState)] = []
+    var deletes: [(id: ObjectID, base: Int64?)] = []
+    var assignments: [ObjectID: String] = [:]
+}
+
+extension ObjectContext {
+    /// Saves the unsaved changes: a child pushes them into its parent (no store is touched); the
+    /// root validates them and writes them through the coordinator, each object to the store of
+    /// its configuration, and publishes the saved IDs.
+    ///
+    /// Validation runs first and reports every failing object and field; a failed save leaves the
+    /// changes in place to be fixed. A root save whose objects changed in the store meets the
+    /// ``mergePolicy``.
+    /// - Throws: ``ContextError``: `.validation`, `.conflict`, `.store`.
+    public func save() throws(ContextError) {
+        if let parent {
+            try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+                let failures = try validationFailures(&s)
+                if !failures.isEmpty { throw ContextError(.validation, "validation failed", failures: failures) }
+                var pushed = PushedChanges()
+                pushed.inserts = s.inserted.compactMap { s.objects[$0] }
+                for (id, change) in s.updated where !change.isEmpty {
+                    if let state = s.objects[id] { pushed.updates.append((id, change, state)) }
+                }
+                pushed.deletes = s.deleted.map { ($0.key, $0.value) }
+                pushed.assignments = s.assignments
+                try parent.receive(pushed)
+                s.clearPending()
+            }
+            return
+        }
+        let changes = try storage.withLock { (s: inout ContextStorage) throws(ContextError) in try saveToStores(&s) }
+        if let changes { notify(changes) }
+    }
+
+    /// Applies a child's pushed changes to this context.
+    func receive(_ pushed: PushedChanges) throws(ContextError) {
+        try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            for var state in pushed.inserts {
+                state.id = registry.canonical(state.id)
+                state.rewrite(registryMap(state))
+                s.objects[state.id] = state
+                if s.insertedSet.insert(state.id).inserted { s.inserted.append(state.id) }
+            }
+            for (id, change, state) in pushed.updates {
+                guard let current = try loadState(id, &s) else { continue }
+                let k = current.id
+                var incoming = state
+                incoming.rewrite(registryMap(state))
+                track(k, &s)
+                if !s.insertedSet.contains(k), s.updated[k] != nil, let base = change.baseVersion,
+                    let existing = s.updated[k]?.baseVersion, base < existing
+                {
+                    s.updated[k]?.baseVersion = base
+                }
+                for name in change.attributes {
+                    s.objects[k]?.attributes[name] = incoming.attributes[name] ?? .null
+                    s.updated[k]?.attributes.insert(name)
+                }
+                for name in change.toOne {
+                    s.objects[k]?.toOne[name] = .some((incoming.toOne[name] ?? nil).map(registry.canonical))
+                    s.updated[k]?.toOne.insert(name)
+                }
+                for (name, delta) in change.toMany {
+                    var delta = delta
+                    delta.rewrite(canonicalMap(delta.added + Array(delta.removed) + (delta.orderedList ?? [])))
+                    let list = try toManyList(k, name, &s)
+                    s.objects[k]?.toMany[name] = delta.apply(to: list)
+                    if s.updated[k] != nil {
+                        var merged = s.updated[k]?.toMany[name] ?? ToManyDelta()
+                        for id in delta.added { merged.add(id) }
+                        for id in delta.removed { merged.remove(id) }
+                        if delta.orderedList != nil { merged.orderedList = s.objects[k]?.toMany[name] }
+                        s.updated[k]?.toMany[name] = merged
+                    }
+                }
+            }
+            for (id, base) in pushed.deletes {
+                guard let state = try loadState(id, &s) else { continue }
+                let k = state.id
+                if s.insertedSet.contains(k) {
+                    s.insertedSet.remove(k)
+                    s.inserted.removeAll { $0 == k }
+                } else {
+                    if s.originals[k] == nil { s.originals[k] = state }
+                    s.deleted[k] = .some(s.updated[k]?.baseVersion ?? base)
+                    s.deletedStates[k] = state
+                    s.updated[k] = nil
+                }
+                s.objects[k] = nil
+            }
+            for (id, store) in pushed.assignments { s.assignments[registry.canonical(id)] = store }
+        }
+    }
+
+    /// The references of `state` whose temporary IDs have permanent ones, mapped to those.
+    private func registryMap(_ state: ObjectState) -> [ObjectID: ObjectID] {
+        var ids: [ObjectID] = []
+        for value in state.toOne.values { if let value { ids.append(value) } }
+        for values in state.toMany.values { ids += values }
+        return canonicalMap(ids)
+    }
+
+    /// The temporary IDs among `ids` that have permanent ones, mapped to those.
+    private func canonicalMap(_ ids: [ObjectID]) -> [ObjectID: ObjectID] {
+        var map: [ObjectID: ObjectID] = [:]
+        for id in ids where id.isTemporary {
+            let canonical = registry.canonical(id)
+            if canonical != id { map[id] = canonical }
+        }
+        return map
+    }
+
+    /// Builds the coordinator request for the root's changes.
+    private func saveRequest(_ s: inout ContextStorage) throws(ContextError) -> SaveRequest {
+        var request = SaveRequest()
+        func joinStored(_ entity: String, _ name: String) -> Bool {
+            if case .joinTable? = model.storage(of: name, in: entity) { return true }
+            return false
+        }
+        for k in s.inserted {
+            guard let state = s.objects[k] else { continue }
+            var row = StoreRow(id: k, attributes: state.attributes, toOne: state.toOne)
+            for (name, list) in state.toMany where joinStored(k.entityName, name) { row.toMany[name] = list }
+            request.inserts.append(row)
+            if let store = s.assignments[k] { request.assignments[k] = store }
+        }
+        for (k, change) in s.updated.sorted(by: { Self.tieOrder($0.key, $1.key) }) where !change.isEmpty {
+            guard let state = s.objects[k] else { continue }
+            var update = StoreUpdate(id: k, expectedVersion: change.baseVersion)
+            for name in change.attributes { update.attributes[name] = state.attributes[name] ?? .null }
+            for name in change.toOne { update.toOne[name] = .some(state.toOne[name] ?? nil) }
+            for name in change.toMany.keys where joinStored(k.entityName, name) {
+                update.toMany[name] = try toManyList(k, name, &s)
+            }
+            // A change only to a to-many relationship kept by the other side's column writes nothing.
+            if update.attributes.isEmpty && update.toOne.isEmpty && update.toMany.isEmpty { continue }
+            request.updates.append(update)
+        }
+        for (k, base) in s.deleted.sorted(by: { Self.tieOrder($0.key, $1.key) }) {
+            request.deletes.append(StoreDeletion(id: k, expectedVersion: base))
+        }
+        return request
+    }
+
+    /// Validates, writes through the coordinator (resolving conflicts by the merge policy), and
+    /// updates this root context; returns the changes to publish.
+    private func saveToStores(_ s: inout ContextStorage) throws(ContextError) -> ContextChanges? {
+        let failures = try validationFailures(&s)
+        if !failures.isEmpty { throw ContextError(.validation, "validation failed", failures: failures) }
+        var attempts = 0
+        while true {
+            attempts += 1
+            let request = try saveRequest(&s)
+            let touched = s.inserted.count + s.updated.count + s.deleted.count
+            if touched == 0 { return nil }
+            let result: SaveResult
+            do {
+                result = try coordinator.save(request)
+            } catch {
+                if error.code == .conflict, s.mergePolicy != .error, attempts < 10 {
+                    try resolve(error.conflicts, &s)
+                    continue
+                }
+                if error.code == .conflict {
+                    throw ContextError(
+                        .conflict, "objects changed in the store since they were read: " + error.conflicts.map(\.description).joined(separator: "; "),
+                        conflicts: error.conflicts, storeError: error)
+                }
+                throw ContextError(.store, error.message, storeError: error)
+            }
+            return finish(result, &s)
+        }
+    }
+
+    /// Re-keys inserted objects to their permanent IDs and takes the new versions.
+    private func finish(_ result: SaveResult, _ s: inout ContextStorage) -> ContextChanges {
+        let map = result.permanentIDs
+        registry.record(map)
+        var objects: [ObjectID: ObjectState] = [:]
+        for (id, var state) in s.objects {
+            state.rewrite(map)
+            if let version = result.versions[state.id] { state.version = version }
+            objects[map[id] ?? id] = state
+        }
+        s.objects = objects
+        var managed: [ObjectID: ManagedObject] = [:]
+        for (id, object) in s.managed {
+            let new = map[id] ?? id
+            object.storedID = new
+            managed[new] = object
+        }
+        s.managed = managed
+        for id in s.deletedStates.keys { s.managed[id] = nil }
+        var byStore: [String: StoreChangeSummary] = result.changesByStore
+        let inserted = s.inserted.compactMap { map[$0] }
+        let updated = s.updated.keys.filter { !(s.updated[$0]?.isEmpty ?? true) }
+        for id in updated where !result.versions.keys.contains(id) {
+            // Relationship-only changes kept by the other side: report them as updated too.
+            if let store = id.storeIdentifier, !(byStore[store]?.updated.contains(id) ?? false) {
+                byStore[store, default: StoreChangeSummary()].updated.append(id)
+            }
+        }
+        let deleted = Array(s.deleted.keys)
+        s.clearPending()
+        return ContextChanges(inserted: inserted, updated: updated, deleted: deleted, byStore: byStore)
+    }
+
+    /// Applies the merge policy to the conflicting objects so the save can be retried.
+    private func resolve(_ conflicts: [VersionConflict], _ s: inout ContextStorage) throws(ContextError) {
+        for conflict in conflicts {
+            let k = conflict.id
+            let stored: StoreRow?
+            do {
+                stored = try coordinator.row(for: k)
+            } catch {
+                throw ContextError(.store, error.message, storeError: error)
+            }
+            if s.deleted[k] != nil {
+                switch s.mergePolicy {
+                case .storeTrump, .rollback:
+                    s.deleted[k] = nil
+                    s.deletedStates[k] = nil
+                    if let stored { s.objects[k] = ObjectState(row: stored) }
+                case .objectTrump, .overwrite, .error:
+                    if stored == nil {
+                        s.deleted[k] = nil
+                    } else {
+                        s.deleted[k] = .some(nil)
+                    }
+                }
+                continue
+            }
+            guard let stored, var change = s.updated[k], let mine = s.objects[k] else {
+                // Deleted underneath: the update has nothing left to change.
+                s.updated[k] = nil
+                s.objects[k] = nil
+                continue
+            }
+            var merged = ObjectState(row: stored)
+            merged.toMany = mine.toMany
+            switch s.mergePolicy {
+            case .objectTrump, .error:
+                for name in change.attributes { merged.attributes[name] = mine.attributes[name] }
+                for name in change.toOne { merged.toOne[name] = mine.toOne[name] }
+                change.baseVersion = stored.version
+            case .storeTrump:
+                let original = s.originals[k]
+                for name in change.attributes {
+                    if stored.attributes[name] == original?.attributes[name] {
+                        merged.attributes[name] = mine.attributes[name]
+                    } else {
+                        change.attributes.remove(name)
+                    }
+                }
+                for name in change.toOne {
+                    if stored.toOne[name] == original?.toOne[name] {
+                        merged.toOne[name] = mine.toOne[name]
+                    } else {
+                        change.toOne.remove(name)
+                    }
+                }
+                change.baseVersion = stored.version
+            case .overwrite:
+                merged = mine
+                merged.version = stored.version
+                change.baseVersion = nil
+                change.attributes = Set(mine.attributes.keys)
+                change.toOne = Set(mine.toOne.keys)
+            case .rollback:
+                merged.toMany = [:]
+                s.objects[k] = merged
+                s.updated[k] = nil
+                s.originals[k] = nil
+                continue
+            }
+            s.objects[k] = merged
+            s.updated[k] = change
+        }
+    }
+
+    /// Merges another root save's changes: objects without unsaved changes take the saved values,
+    /// deleted ones leave the context.
+    public func mergeChanges(_ changes: ContextChanges) {
+        storage.withLock { s in
+            for id in changes.updated + changes.inserted {
+                let k = key(id, s)
+                if s.updated[k] == nil, !s.insertedSet.contains(k) { s.objects[k] = nil }
+            }
+            for id in changes.deleted {
+                let k = key(id, s)
+                if s.updated[k] == nil { s.objects[k] = nil }
+            }
+        }
+    }
+}

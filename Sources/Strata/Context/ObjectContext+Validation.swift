@@ -1,0 +1,97 @@
+import Foundation
+
+extension ObjectContext {
+    /// Every rule broken by the unsaved inserts, updates and deletes.
+    func validationFailures(_ s: inout ContextStorage) throws(ContextError) -> [ValidationFailure] {
+        var failures: [ValidationFailure] = []
+        let changed = s.inserted + s.updated.keys.sorted { Self.tieOrder($0, $1) }
+        for k in changed {
+            guard let state = s.objects[k] else { continue }
+            failures += validateAttributes(state)
+            for relationship in model.relationships(of: k.entityName) {
+                let id = registry.canonical(k)
+                if relationship.isToMany {
+                    let count = try toManyList(k, relationship.name, &s).count
+                    if let minCount = relationship.minCount, count < minCount {
+                        failures.append(ValidationFailure(entity: k.entityName, objectID: id, field: relationship.name, rule: .minCount, message: "needs at least \(minCount) objects, has \(count)"))
+                    }
+                    if let maxCount = relationship.maxCount, count > maxCount {
+                        failures.append(ValidationFailure(entity: k.entityName, objectID: id, field: relationship.name, rule: .maxCount, message: "holds at most \(maxCount) objects, has \(count)"))
+                    }
+                    if !relationship.isOptional && count == 0 && relationship.minCount == nil {
+                        failures.append(ValidationFailure(entity: k.entityName, objectID: id, field: relationship.name, rule: .required, message: "is required"))
+                    }
+                } else if !relationship.isOptional, (state.toOne[relationship.name] ?? nil) == nil {
+                    failures.append(ValidationFailure(entity: k.entityName, objectID: id, field: relationship.name, rule: .required, message: "is required"))
+                }
+            }
+        }
+        // Deny: an object cannot be deleted while a deny relationship still holds objects.
+        for (k, state) in s.deletedStates.sorted(by: { Self.tieOrder($0.key, $1.key) }) {
+            for relationship in model.relationships(of: k.entityName) where relationship.deleteRule == .deny {
+                var related: [ObjectID]
+                if relationship.isToMany {
+                    if let list = state.toMany[relationship.name] {
+                        related = list
+                    } else {
+                        s.objects[k] = state
+                        related = try toManyList(k, relationship.name, &s)
+                        s.objects[k] = nil
+                    }
+                } else {
+                    related = (state.toOne[relationship.name] ?? nil).map { [$0] } ?? []
+                }
+                related.removeAll { s.deleted[key($0, s)] != nil || s.deletedStates[key($0, s)] != nil }
+                // A no-action inverse can leave references to objects deleted earlier: they do not count.
+                var existing: [ObjectID] = []
+                for id in related where try loadState(id, &s) != nil { existing.append(id) }
+                related = existing
+                if !related.isEmpty {
+                    failures.append(ValidationFailure(
+                        entity: k.entityName, objectID: registry.canonical(k), field: relationship.name, rule: .deny,
+                        message: "cannot be deleted while '\(relationship.name)' holds \(related.count) object\(related.count == 1 ? "" : "s")"))
+                }
+            }
+        }
+        return failures
+    }
+
+    /// The attribute rules of the model, checked on one object.
+    func validateAttributes(_ state: ObjectState) -> [ValidationFailure] {
+        var failures: [ValidationFailure] = []
+        let id = registry.canonical(state.id)
+        func fail(_ field: String, _ rule: ValidationFailure.Rule, _ message: String) {
+            failures.append(ValidationFailure(entity: state.id.entityName, objectID: id, field: field, rule: rule, message: message))
+        }
+        for attribute in model.attributes(of: state.id.entityName) {
+            let value = state.attributes[attribute.name] ?? .null
+            if value.isNull {
+                if !attribute.isOptional { fail(attribute.name, .required, "is required") }
+                continue
+            }
+            guard value.fits(attribute.type) else {
+                fail(attribute.name, .type, "must be \(attribute.type.rawValue), not \(value.kindName)")
+                continue
+            }
+            if let min = attribute.minValue, let order = ValueOrdering.compare(value, min), order < 0 {
+                fail(attribute.name, .min, "must be at least \(min.json.jsonText)")
+            }
+            if let max = attribute.maxValue, let order = ValueOrdering.compare(value, max), order > 0 {
+                fail(attribute.name, .max, "must be at most \(max.json.jsonText)")
+            }
+            var length: Int?
+            if case .string(let text) = value { length = text.count }
+            if case .binary(let data) = value { length = data.count }
+            if let length, let minLength = attribute.minLength, length < minLength {
+                fail(attribute.name, .minLength, "must be at least \(minLength) long")
+            }
+            if let length, let maxLength = attribute.maxLength, length > maxLength {
+                fail(attribute.name, .maxLength, "must be at most \(maxLength) long")
+            }
+            if let pattern = attribute.regex, case .string(let text) = value, !ValueOrdering.matchText(.matches, text, pattern, []) {
+                fail(attribute.name, .regex, "must match \(pattern)")
+            }
+        }
+        return failures
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+
+/// A scratch pad of managed objects: a root context saves through a ``StoreCoordinator``; a child
+/// context saves into its parent, to any depth.
+///
+/// Contexts are `Sendable`: every method takes the context's own lock, so they may be called from
+/// any thread, and ``perform(_:)`` / ``performAndWait(_:)`` run blocks one at a time on the
+/// context's serial queue for units of work. Managed objects belong to the context that made them;
+/// pass ``ObjectID``s between contexts.
+public final class ObjectContext: @unchecked Sendable {
+    // Safe to share: all mutable state is in `storage` (a lock) or `observers` (a lock); the rest
+    // is immutable after init. Locks are always taken child first, then parent.
+    /// The coordinator the root context saves through.
+    public let coordinator: StoreCoordinator
+    /// The parent context; nil for a root context.
+    public let parent: ObjectContext?
+    /// The model.
+    public var model: ObjectModel { coordinator.model }
+
+    let registry: ObjectIDRegistry
+    let storage = Locked(ContextStorage())
+    private let queue: DispatchQueue
+    private let queueKey = DispatchSpecificKey<Bool>()
+    private let observers = Locked<[UUID: @Sendable (ContextChanges) -> Void]>([:])
+
+    /// Creates a root context that saves through `coordinator`.
+    public init(coordinator: StoreCoordinator, mergePolicy: MergePolicy = .error) {
+        self.coordinator = coordinator
+        parent = nil
+        registry = ObjectIDRegistry()
+        queue = DispatchQueue(label: "strata.context")
+        queue.setSpecific(key: queueKey, value: true)
+        storage.withLock { $0.mergePolicy = mergePolicy }
+    }
+
+    private init(parent: ObjectContext) {
+        coordinator = parent.coordinator
+        self.parent = parent
+        registry = parent.registry
+        queue = DispatchQueue(label: "strata.context.child")
+        queue.setSpecific(key: queueKey, value: true)
+        let policy = parent.mergePolicy
+        storage.withLock { $0.mergePolicy = policy }
+    }
+
+    /// A new child context whose saves go into this one.
+    public func newChildContext() -> ObjectContext { ObjectContext(parent: self) }
+
+    /// What a root save does on a version conflict (default `.error`).
+    public var mergePolicy: MergePolicy {
+        get { storage.withLock { $0.mergePolicy } }
+        set { storage.withLock { $0.mergePolicy = newValue } }
+    }
+
+    /// Runs `body` on the context's serial queue and returns its result.
+    public func perform<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// Runs `body` on the context's serial queue and waits for it (inline when already on it).
+    public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
+        if DispatchQueue.getSpecific(key: queueKey) == true { return try body() }
+        return try queue.sync { try body() }
+    }
+
+    /// Whether the context has unsaved inserts, updates or deletes.
+    public var hasChanges: Bool {
+        storage.withLock { !$0.inserted.isEmpty || $0.updated.contains { !$0.value.isEmpty } || !$0.deleted.isEmpty }
+    }
+
+    /// The IDs of the unsaved inserted, updated and deleted objects.
+    public var pendingChanges: (inserted: [ObjectID], updated: [ObjectID], deleted: [ObjectID]) {
+        storage.withLock { s in
+            (s.inserted.map(registry.canonical), s.updated.keys.map(registry.canonical), s.deleted.keys.map(registry.canonical))
+        }
+    }
+
+    /// Registers `handler` to receive every root save's changes; keep the token to stop.
+    /// The handler runs on the saving thread after the save, with no context lock held.
+    @discardableResult
+    public func observeSaves(_ handler: @escaping @Sendable (ContextChanges) -> Void) -> UUID {
+        let token = UUID()
+        observers.withLock { $0[token] = handler }
+        return token
+    }
+
+    /// Stops an observer.
+    public func removeObserver(_ token: UUID) { _ = observers.withLock { $0.removeValue(forKey: token) } }
+
+    func notify(_ changes: ContextChanges) {
+        for handler in observers.withLock({ Array($0.values) }) { handler(changes) }
+    }
+
+    /// Discards every unsaved change; objects show their saved values again.
+    public func rollback() {
+        storage.withLock { s in
+            for id in s.inserted { s.objects[id] = nil }
+            for (id, original) in s.originals { s.objects[id] = original }
+            for id in s.deleted.keys where s.originals[id] == nil { s.objects[id] = s.deletedStates[id] }
+            s.inserted.removeAll()
+            s.insertedSet.removeAll()
+            s.updated.removeAll()
+            s.deleted.removeAll()
+            s.deletedStates.removeAll()
+            s.originals.removeAll()
+            s.assignments.removeAll()
+        }
+    }
+
+    /// Forgets every object and change, as if the context were new.
+    public func reset() {
+        storage.withLock { s in
+            let policy = s.mergePolicy
+            s = ContextStorage()
+            s.mergePolicy = policy
+        }
+    }
+
+    /// Assigns an inserted object to one store, for an entity that several writable stores hold.
+    public func assign(_ object: ManagedObject, to store: any PersistentStore) {
+        storage.withLock { $0.assignments[object.storedID] = store.identifier }
+    }
+}
+
+/// A root save's changes, as published to observers and merged by other contexts.
+public struct ContextChanges: Sendable, Hashable {
+    /// Inserted objects (permanent IDs).
+    public var inserted: [ObjectID]
+    /// Updated objects.
+    public var updated: [ObjectID]
+    /// Deleted objects.
+    public var deleted: [ObjectID]
+    /// The same, per store UUID.
+    public var byStore: [String: StoreChangeSummary]
+}
+
+/// Everything a context tracks; guarded by the context's lock.
+struct ContextStorage {
+    var objects: [ObjectID: ObjectState] = [:]
+    var inserted: [ObjectID] = []
+    var insertedSet: Set<ObjectID> = []
+    var updated: [ObjectID: PendingChange] = [:]
+    /// Deleted objects and the version the delete was decided against.
+    var deleted: [ObjectID: Int64?] = [:]
+    var deletedStates: [ObjectID: ObjectState] = [:]
+    /// The state of each changed object before its first change, for rollback and merging.
+    var originals: [ObjectID: ObjectState] = [:]
+    var managed: [ObjectID: ManagedObject] = [:]
+    var assignments: [ObjectID: String] = [:]
+    var mergePolicy: MergePolicy = .error
+
+    /// Forgets the pending-change bookkeeping after a save (objects stay registered).
+    mutating func clearPending() {
+        inserted.removeAll()
+        insertedSet.removeAll()
+        updated.removeAll()
+        deleted.removeAll()
+        deletedStates.removeAll()
+        originals.removeAll()
+        assignments.removeAll()
+    }
+}

@@ -1,0 +1,106 @@
+/// The values of one object as a context sees them.
+struct ObjectState: Sendable, Hashable {
+    var id: ObjectID
+    /// The stored version this state was read at (0 for a new object).
+    var version: Int64
+    var attributes: [String: AttributeValue]
+    var toOne: [String: ObjectID?]
+    /// Materialized to-many relationships; absent ones are read on demand.
+    var toMany: [String: [ObjectID]]
+
+    init(row: StoreRow) {
+        id = row.id
+        version = row.version
+        attributes = row.attributes
+        toOne = row.toOne
+        toMany = row.toMany
+    }
+
+    init(id: ObjectID, version: Int64, attributes: [String: AttributeValue], toOne: [String: ObjectID?], toMany: [String: [ObjectID]]) {
+        self.id = id
+        self.version = version
+        self.attributes = attributes
+        self.toOne = toOne
+        self.toMany = toMany
+    }
+
+    /// Rewrites every reference through `map` (temporary IDs becoming permanent).
+    mutating func rewrite(_ map: [ObjectID: ObjectID]) {
+        if let new = map[id] { id = new }
+        for (name, value) in toOne { if let value, let new = map[value] { toOne[name] = .some(new) } }
+        for (name, values) in toMany where values.contains(where: { map[$0] != nil }) {
+            toMany[name] = values.map { map[$0] ?? $0 }
+        }
+    }
+}
+
+/// The additions and removals of one to-many relationship, pushed to a parent as a delta so that
+/// sibling contexts adding to the same relationship do not overwrite each other.
+struct ToManyDelta: Sendable, Hashable {
+    var added: [ObjectID] = []
+    var removed: Set<ObjectID> = []
+    /// For ordered relationships: the full list, whose order wins.
+    var orderedList: [ObjectID]?
+
+    mutating func add(_ id: ObjectID) {
+        if removed.remove(id) == nil, !added.contains(id) { added.append(id) }
+    }
+
+    mutating func remove(_ id: ObjectID) {
+        if let index = added.firstIndex(of: id) { added.remove(at: index) } else { removed.insert(id) }
+    }
+
+    /// Applies the delta to a list.
+    func apply(to list: [ObjectID]) -> [ObjectID] {
+        if let orderedList { return orderedList }
+        var result = list.filter { !removed.contains($0) }
+        for id in added where !result.contains(id) { result.append(id) }
+        return result
+    }
+
+    mutating func rewrite(_ map: [ObjectID: ObjectID]) {
+        added = added.map { map[$0] ?? $0 }
+        removed = Set(removed.map { map[$0] ?? $0 })
+        orderedList = orderedList?.map { map[$0] ?? $0 }
+    }
+}
+
+/// The unsaved changes to one existing object.
+struct PendingChange: Sendable, Hashable {
+    /// The stored version the change was made against; nil for an `overwrite`.
+    var baseVersion: Int64?
+    var attributes: Set<String> = []
+    var toOne: Set<String> = []
+    var toMany: [String: ToManyDelta] = [:]
+
+    var isEmpty: Bool { attributes.isEmpty && toOne.isEmpty && toMany.isEmpty }
+
+    mutating func rewrite(_ map: [ObjectID: ObjectID]) {
+        for key in toMany.keys { toMany[key]!.rewrite(map) }
+    }
+}
+
+/// Temporary → permanent IDs, shared by a root context and all its descendants, so every context
+/// that holds an object sees its permanent ID after the root save.
+final class ObjectIDRegistry: Sendable {
+    private let permanent = Locked<[ObjectID: ObjectID]>([:])
+    private let temporary = Locked<[ObjectID: ObjectID]>([:])
+
+    func record(_ map: [ObjectID: ObjectID]) {
+        guard !map.isEmpty else { return }
+        permanent.withLock { $0.merge(map) { _, new in new } }
+        temporary.withLock { reverse in for (old, new) in map { reverse[new] = old } }
+    }
+
+    /// The permanent ID for `id`, or `id`.
+    func canonical(_ id: ObjectID) -> ObjectID {
+        guard id.isTemporary else { return id }
+        return permanent.withLock { $0[id] } ?? id
+    }
+
+    /// The temporary ID a permanent one replaced, if any.
+    func temporary(for id: ObjectID) -> ObjectID? {
+        guard !id.isTemporary else { return nil }
+        return temporary.withLock { $0[id] }
+    }
+}
