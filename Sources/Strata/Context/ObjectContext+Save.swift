@@ -180,20 +180,19 @@ extension ObjectContext {
     private func finish(_ result: SaveResult, _ s: inout ContextStorage) -> ContextChanges {
         let map = result.permanentIDs
         registry.record(map)
-        var objects: [ObjectID: ObjectState] = [:]
-        for (id, var state) in s.objects {
-            state.rewrite(map)
+        // Only objects changed in this save can refer to the new ones: re-key just those.
+        for id in s.inserted + Array(s.updated.keys) {
+            guard var state = s.objects.removeValue(forKey: id) else { continue }
+            if !map.isEmpty { state.rewrite(map) }
             if let version = result.versions[state.id] { state.version = version }
-            objects[map[id] ?? id] = state
+            s.objects[state.id] = state
         }
-        s.objects = objects
-        var managed: [ObjectID: ManagedObject] = [:]
-        for (id, object) in s.managed {
-            let new = map[id] ?? id
-            object.storedID = new
-            managed[new] = object
+        for (old, new) in map {
+            if let object = s.managed.removeValue(forKey: old) {
+                object.storedID = new
+                s.managed[new] = object
+            }
         }
-        s.managed = managed
         for id in s.deletedStates.keys { s.managed[id] = nil }
         var byStore: [String: StoreChangeSummary] = result.changesByStore
         let inserted = s.inserted.compactMap { map[$0] }
