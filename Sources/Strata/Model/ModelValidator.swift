@@ -207,6 +207,12 @@ struct ModelValidator {
         }
         if fetched.predicate.trimmingCharacters(in: .whitespaces).isEmpty {
             add(.missingValue, entity.name, fetched.name, "fetched property needs a predicate")
+        } else {
+            do {
+                _ = try FetchPredicate(format: fetched.predicate)
+            } catch {
+                add(.invalidValue, entity.name, fetched.name, "predicate '\(fetched.predicate)' does not parse: \(error.message)")
+            }
         }
     }
 

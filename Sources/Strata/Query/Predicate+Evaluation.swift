@@ -2,15 +2,22 @@
 public enum PredicateOperand: Sendable, Hashable {
     /// An attribute value.
     case value(AttributeValue)
-    /// A to-one relationship's object (nil when empty).
+    /// A relationship's object (nil when empty).
     case object(ObjectID?)
-    /// A list (for `IN` and `BETWEEN`).
+    /// A list: the right side of `IN` and `BETWEEN`, or the values of a key path through a to-many
+    /// relationship.
     case list([PredicateOperand])
 }
 
 extension FetchPredicate {
     /// Evaluates the predicate in memory.
-    /// - Parameter resolve: returns the operand for a key path of the object being tested.
+    ///
+    /// A key path on the left of a comparison that resolves to a `.list` (a path through a to-many
+    /// relationship) is quantified by the comparison's ``ComparisonModifier``: `ANY` (also with no
+    /// modifier) matches when some element matches, `ALL` when every element does, `NONE` when no
+    /// element does; `ALL` and `NONE` match an empty list.
+    /// - Parameter resolve: returns the operand for a key path of the object being tested; a path
+    ///   through a to-many relationship returns a `.list` of its values.
     /// - Throws: ``PredicateError`` for a variable that was not substituted, or what `resolve` throws.
     public func evaluate(_ resolve: (String) throws -> PredicateOperand) throws -> Bool {
         switch self {
@@ -26,7 +33,61 @@ extension FetchPredicate {
         case .comparison(let comparison):
             let lhs = try comparison.lhs.operand(resolve)
             let rhs = try comparison.rhs.operand(resolve)
-            return Self.compare(lhs, comparison.op, rhs, comparison.options)
+            let elements: [PredicateOperand]
+            if case .keyPath = comparison.lhs, case .list(let items) = lhs {
+                elements = items
+            } else if comparison.modifier != .direct {
+                elements = [lhs]
+            } else {
+                return Self.compare(lhs, comparison.op, rhs, comparison.options)
+            }
+            let matches = { (element: PredicateOperand) in
+                Self.compare(element, comparison.op, rhs, comparison.options)
+            }
+            switch comparison.modifier {
+            case .direct, .any: return elements.contains(where: matches)
+            case .all: return elements.allSatisfy(matches)
+            case .none: return !elements.contains(where: matches)
+            }
+        }
+    }
+
+    /// Evaluates the predicate in memory for `object`, walking key paths through `model`.
+    ///
+    /// Dotted key paths read through relationships, a path through a to-many relationship yields one
+    /// value per related object (quantified as described in ``evaluate(_:)``), `rel.@count` yields the
+    /// number of related objects, and a path through an empty to-one relationship yields nil.
+    /// - Parameters:
+    ///   - object: the object being tested.
+    ///   - model: the model the object's entity belongs to.
+    ///   - property: reads one key of one object: an attribute as `.value` (`.value(.null)` when
+    ///     nil), a to-one relationship as `.object`, a to-many relationship as a `.list` of
+    ///     `.object`s.
+    /// - Throws: ``PredicateError`` for a key path the entity does not have or a variable that was not
+    ///   substituted, or what `property` throws.
+    public func evaluate(
+        object: ObjectID, in model: ObjectModel, property: (ObjectID, String) throws -> PredicateOperand
+    ) throws -> Bool {
+        var paths: [String: ModelKeyPath] = [:]
+        return try evaluate(object: object, in: model, paths: &paths, property: property)
+    }
+
+    /// ``evaluate(object:in:property:)`` keeping the key paths it checks in `paths` (keyed by entity
+    /// and path), so that testing many objects checks each path once per entity.
+    func evaluate(
+        object: ObjectID, in model: ObjectModel, paths: inout [String: ModelKeyPath],
+        property: (ObjectID, String) throws -> PredicateOperand
+    ) throws -> Bool {
+        try evaluate { text in
+            let key = object.entityName + "\u{0}" + text
+            let path: ModelKeyPath
+            if let known = paths[key] {
+                path = known
+            } else {
+                path = try ModelKeyPath(text, from: object.entityName, in: model)
+                paths[key] = path
+            }
+            return try path.resolve(from: object, property: property)
         }
     }
 
@@ -34,16 +95,21 @@ extension FetchPredicate {
         switch (lhs, rhs) {
         case (.object(let a), .object(let b)): return a == b
         case (.object(nil), .value(.null)), (.value(.null), .object(nil)): return true
-        case (.value(.string(let a)), .value(.string(let b))) where !options.isEmpty:
-            return ValueOrdering.fold(a, options) == ValueOrdering.fold(b, options)
-        case (.value(let a), .value(let b)): return ValueOrdering.equal(a, b)
+        case (.value(let a), .value(let b)):
+            if !options.isEmpty, let x = a.textValue, let y = b.textValue {
+                // Byte equality of the folded text, as SQLite compares it (not canonical equivalence).
+                return ValueOrdering.compareBytes(
+                    ValueOrdering.fold(x, options).utf8, ValueOrdering.fold(y, options).utf8)
+                    == 0
+            }
+            return ValueOrdering.equal(a, b)
         default: return false
         }
     }
 
     static func order(_ lhs: PredicateOperand, _ rhs: PredicateOperand, _ options: ComparisonOptions) -> Int? {
         guard case .value(let a) = lhs, case .value(let b) = rhs else { return nil }
-        if case .string(let x) = a, case .string(let y) = b, !options.isEmpty {
+        if !options.isEmpty, let x = a.textValue, let y = b.textValue {
             return ValueOrdering.compareBytes(ValueOrdering.fold(x, options).utf8, ValueOrdering.fold(y, options).utf8)
         }
         return ValueOrdering.compare(a, b)
@@ -64,7 +130,9 @@ extension FetchPredicate {
             return items.contains { equal(lhs, $0, options) }
         case .between:
             guard case .list(let bounds) = rhs, bounds.count == 2 else { return false }
-            guard let low = order(lhs, bounds[0], options), let high = order(lhs, bounds[1], options) else { return false }
+            guard let low = order(lhs, bounds[0], options), let high = order(lhs, bounds[1], options) else {
+                return false
+            }
             return low >= 0 && high <= 0
         case .beginsWith, .endsWith, .contains, .like, .matches:
             guard case .value(let a) = lhs, case .value(let b) = rhs, let text = a.textValue, let pattern = b.textValue

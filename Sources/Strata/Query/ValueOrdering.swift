@@ -11,7 +11,9 @@ public enum ValueOrdering {
     public static func compare(_ lhs: AttributeValue, _ rhs: AttributeValue) -> Int? {
         switch (lhs, rhs) {
         case (.integer(let a), .integer(let b)): return a < b ? -1 : (a == b ? 0 : 1)
-        case (.string(let a), .string(let b)), (.uri(let a), .uri(let b)): return compareBytes(a.utf8, b.utf8)
+        case (.string(let a), .string(let b)), (.uri(let a), .uri(let b)), (.string(let a), .uri(let b)),
+            (.uri(let a), .string(let b)):
+            return compareBytes(a.utf8, b.utf8)
         case (.uuid(let a), .uuid(let b)):
             return compareBytes(a.uuidString.lowercased().utf8, b.uuidString.lowercased().utf8)
         case (.date(let a), .date(let b)):
@@ -59,7 +61,8 @@ public enum ValueOrdering {
         }
     }
 
-    static func compareBytes<A: Sequence, B: Sequence>(_ a: A, _ b: B) -> Int where A.Element == UInt8, B.Element == UInt8 {
+    static func compareBytes<A: Sequence, B: Sequence>(_ a: A, _ b: B) -> Int
+    where A.Element == UInt8, B.Element == UInt8 {
         var left = a.makeIterator()
         var right = b.makeIterator()
         while true {
@@ -85,7 +88,9 @@ public enum ValueOrdering {
 
     /// Evaluates a string operator (`BEGINSWITH`, `ENDSWITH`, `CONTAINS`, `LIKE`, `MATCHES`).
     /// Returns false when either side is not a string.
-    public static func matchText(_ op: ComparisonOperator, _ text: String, _ pattern: String, _ options: ComparisonOptions) -> Bool {
+    public static func matchText(
+        _ op: ComparisonOperator, _ text: String, _ pattern: String, _ options: ComparisonOptions
+    ) -> Bool {
         let value = fold(text, options)
         switch op {
         case .beginsWith: return value.unicodeScalars.starts(with: fold(pattern, options).unicodeScalars)
@@ -110,7 +115,9 @@ public enum ValueOrdering {
             if p < pattern.count, pattern[p] == "\\", p + 1 < pattern.count, pattern[p + 1] == text[t] {
                 p += 2
                 t += 1
-            } else if p < pattern.count, pattern[p] == "?" || (pattern[p] != "*" && pattern[p] != "\\" && pattern[p] == text[t]) {
+            } else if p < pattern.count,
+                pattern[p] == "?" || (pattern[p] != "*" && pattern[p] != "\\" && pattern[p] == text[t])
+            {
                 p += 1
                 t += 1
             } else if p < pattern.count, pattern[p] == "*" {

@@ -1,61 +1,221 @@
 import Foundation
 
-/// Translates a ``FetchPredicate`` into a SQL condition over an entity table. Values are only ever
-/// bound as parameters, never spliced into the SQL text; identifiers come from the validated model.
+/// SQL text together with the values bound to its `?` parameters, in order.
+///
+/// Interpolating a fragment into another appends its text and its values, so a piece of SQL used
+/// twice carries its values twice; `\(bind:)` adds a parameter, `\(identifier:)` a quoted name from
+/// the model, and `\(raw:)` trusted text generated here (table aliases).
+struct SQLFragment: ExpressibleByStringInterpolation, Sendable {
+    var sql: String
+    var arguments: [SQLiteValue]
+
+    init(sql: String, arguments: [SQLiteValue] = []) {
+        self.sql = sql
+        self.arguments = arguments
+    }
+
+    init(stringLiteral value: String) { self.init(sql: value) }
+
+    init(stringInterpolation: StringInterpolation) {
+        self.init(sql: stringInterpolation.sql, arguments: stringInterpolation.arguments)
+    }
+
+    struct StringInterpolation: StringInterpolationProtocol {
+        var sql = ""
+        var arguments: [SQLiteValue] = []
+
+        init(literalCapacity: Int, interpolationCount: Int) {
+            sql.reserveCapacity(literalCapacity + 16 * interpolationCount)
+        }
+
+        mutating func appendLiteral(_ literal: String) { sql += literal }
+
+        mutating func appendInterpolation(_ fragment: SQLFragment) {
+            sql += fragment.sql
+            arguments += fragment.arguments
+        }
+
+        mutating func appendInterpolation(identifier: String) { sql += SQLiteSchema.quote(identifier) }
+
+        mutating func appendInterpolation(bind value: SQLiteValue) {
+            sql += "?"
+            arguments.append(value)
+        }
+
+        mutating func appendInterpolation(raw text: String) { sql += text }
+    }
+
+    /// The fragments one after another with `separator` between them.
+    static func joined(_ fragments: [SQLFragment], separator: String) -> SQLFragment {
+        var result = SQLFragment(sql: "")
+        for (index, fragment) in fragments.enumerated() {
+            if index > 0 { result.sql += separator }
+            result.sql += fragment.sql
+            result.arguments += fragment.arguments
+        }
+        return result
+    }
+}
+
+/// Translates a ``FetchPredicate`` into a SQL condition over an entity table aliased
+/// ``rootAlias``. Values are only ever bound as parameters, never spliced into the SQL text;
+/// identifiers come from the validated model and are quoted.
+///
+/// Key paths through to-one relationships become correlated scalar subqueries, paths through
+/// to-many relationships `EXISTS` subqueries over the relationship's storage (`ALL` and `NONE` as
+/// `NOT EXISTS`), and `@count` a `count(*)` subquery.
 struct SQLPredicateBuilder {
+    /// The alias of the table being filtered.
+    static let rootAlias = "t0"
+
     let model: ObjectModel
+    let schema: SQLiteSchema
     let entity: String
     let storeIdentifier: String
+    /// The values for the `?` parameters of the SQL returned by ``build(_:)``, in order.
     var arguments: [SQLiteValue] = []
+    private var aliasCount = 0
 
-    init(model: ObjectModel, entity: String, storeIdentifier: String) {
+    init(model: ObjectModel, schema: SQLiteSchema, entity: String, storeIdentifier: String) {
         self.model = model
+        self.schema = schema
         self.entity = entity
         self.storeIdentifier = storeIdentifier
     }
 
     /// What an operand turned into.
     private enum Operand {
-        case column(sql: String, attribute: AttributeDescription)
-        case foreignKey(sql: String, relationship: RelationshipDescription)
+        /// A value read from the store: an attribute (decimals already as REAL) or a count.
+        case column(SQLFragment, type: AttributeType, name: String)
+        /// The primary key of an object of `entity` (or NULL for none).
+        case objectKey(SQLFragment, entity: String, name: String)
         case value(AttributeValue)
         case object(ObjectID?)
         case list([Operand])
     }
 
+    /// The object whose properties a key path reads next: a table row under `alias`, or only its
+    /// primary key (`key`, possibly NULL) after a to-one relationship.
+    private struct Scope {
+        var entity: String
+        var alias: String?
+        var key: SQLFragment
+    }
+
+    private var root: Scope { Scope(entity: entity, alias: Self.rootAlias, key: "\(raw: Self.rootAlias).\"_pk\"") }
+
+    /// The SQL condition for `predicate`; its parameter values are appended to ``arguments``.
     mutating func build(_ predicate: FetchPredicate) throws(PredicateError) -> String {
+        let result = try fragment(predicate)
+        arguments += result.arguments
+        return result.sql
+    }
+
+    private mutating func fragment(_ predicate: FetchPredicate) throws(PredicateError) -> SQLFragment {
         switch predicate {
         case .always: return "1"
         case .never: return "0"
-        case .not(let item): return "NOT (\(try build(item)))"
+        case .not(let item): return "NOT (\(try fragment(item)))"
         case .and(let items):
             if items.isEmpty { return "1" }
-            var parts: [String] = []
-            for item in items { parts.append("(\(try build(item)))") }
-            return parts.joined(separator: " AND ")
+            var parts: [SQLFragment] = []
+            for item in items { parts.append("(\(try fragment(item)))") }
+            return .joined(parts, separator: " AND ")
         case .or(let items):
             if items.isEmpty { return "0" }
-            var parts: [String] = []
-            for item in items { parts.append("(\(try build(item)))") }
-            return parts.joined(separator: " OR ")
-        case .comparison(let comparison): return try build(comparison)
+            var parts: [SQLFragment] = []
+            for item in items { parts.append("(\(try fragment(item)))") }
+            return .joined(parts, separator: " OR ")
+        case .comparison(let comparison): return try fragment(comparison)
         }
     }
 
-    private func operand(_ expression: PredicateTerm) throws(PredicateError) -> Operand {
+    private mutating func newAlias() -> String {
+        aliasCount += 1
+        return "t\(aliasCount)"
+    }
+
+    private func table(of entity: String) throws(PredicateError) -> SQLiteSchema.Table {
+        guard let table = schema.table(for: entity) else {
+            throw PredicateError("the store has no table for entity '\(entity)'")
+        }
+        return table
+    }
+
+    /// The value of column `name` of the object in `scope`.
+    private mutating func column(_ name: String, in scope: Scope) throws(PredicateError) -> SQLFragment {
+        if let alias = scope.alias { return "\(raw: alias).\(identifier: name)" }
+        let table = try table(of: scope.entity)
+        let alias = newAlias()
+        return
+            "(SELECT \(raw: alias).\(identifier: name) FROM \(identifier: table.name) AS \(raw: alias) WHERE \(raw: alias).\"_pk\" = \(scope.key))"
+    }
+
+    /// The object a to-one relationship of the object in `scope` holds.
+    private mutating func follow(_ step: ModelKeyPath.Step, from scope: Scope) throws(PredicateError) -> Scope {
+        Scope(entity: step.relationship.destination, alias: nil, key: try column(step.relationship.name, in: scope))
+    }
+
+    /// `FROM … WHERE …` selecting the objects a to-many relationship of the object in `scope` holds,
+    /// and the scope of one of them.
+    private mutating func related(_ relationship: RelationshipDescription, from scope: Scope) throws(PredicateError)
+        -> (from: SQLFragment, scope: Scope)
+    {
+        let destination = relationship.destination
+        let table = try table(of: destination)
+        let alias = newAlias()
+        var conditions: [SQLFragment] = []
+        switch model.storage(of: relationship.name, in: scope.entity) {
+        case .inverseForeignKey(let inverse)?:
+            conditions.append("\(raw: alias).\(identifier: inverse) = \(scope.key)")
+        case .joinTable(let join, let isSource)?:
+            let (near, far) = isSource ? ("source", "target") : ("target", "source")
+            conditions.append(
+                "\(raw: alias).\"_pk\" IN (SELECT \(identifier: far) FROM \(identifier: join.name) WHERE \(identifier: near) = \(scope.key))"
+            )
+        case .foreignKey?, nil:
+            throw PredicateError(
+                "'\(relationship.name)' of '\(scope.entity)' is not a to-many relationship in this store")
+        }
+        let family = model.entityAndSubentities(of: destination).filter { schema.entities.contains($0) }
+        if family.count != table.entities.count {
+            let names = SQLFragment.joined(family.map { "\(bind: .text($0))" }, separator: ", ")
+            conditions.append("\(raw: alias).\"_entity\" IN (\(names))")
+        }
+        let from: SQLFragment =
+            "FROM \(identifier: table.name) AS \(raw: alias) WHERE \(SQLFragment.joined(conditions, separator: " AND "))"
+        return (from, Scope(entity: destination, alias: alias, key: "\(raw: alias).\"_pk\""))
+    }
+
+    /// What a key path ends on, read from the object in `scope`.
+    private mutating func leaf(_ path: ModelKeyPath, in scope: Scope) throws(PredicateError) -> Operand {
+        switch path.leaf {
+        case .attribute(let attribute):
+            var sql = try column(attribute.name, in: scope)
+            // Decimals compare through REAL, as in-memory evaluation compares them.
+            if attribute.type == .decimal { sql = "CAST(\(sql) AS REAL)" }
+            return .column(sql, type: attribute.type, name: path.text)
+        case .object(let entity):
+            return .objectKey(scope.key, entity: entity, name: path.text)
+        case .count(let relationship, _):
+            let (from, _) = try related(relationship, from: scope)
+            var sql: SQLFragment = "(SELECT count(*) \(from))"
+            // Through an empty to-one relationship the count is nil, as in memory.
+            if scope.alias == nil { sql = "(CASE WHEN \(scope.key) IS NULL THEN NULL ELSE \(sql) END)" }
+            return .column(sql, type: .integer64, name: path.text)
+        }
+    }
+
+    private mutating func operand(_ expression: PredicateTerm) throws(PredicateError) -> Operand {
         switch expression {
-        case .keyPath(let path):
-            if path.contains(".") {
-                throw PredicateError("key path '\(path)' reads through a relationship; the SQLite store does not support that yet")
+        case .keyPath(let text):
+            let path = try ModelKeyPath(text, from: entity, in: model)
+            if path.isCollection {
+                throw PredicateError("'\(text)' reads a to-many relationship; such a key path must be on the left")
             }
-            if let attribute = model.attribute(path, of: entity) {
-                let column = SQLiteSchema.quote(path)
-                return .column(sql: attribute.type == .decimal ? "CAST(\(column) AS REAL)" : column, attribute: attribute)
-            }
-            if let relationship = model.relationship(path, of: entity), !relationship.isToMany {
-                return .foreignKey(sql: SQLiteSchema.quote(path), relationship: relationship)
-            }
-            throw PredicateError("'\(entity)' has no attribute or to-one relationship '\(path)'")
+            var scope = root
+            for step in path.steps { scope = try follow(step, from: scope) }
+            return try leaf(path, in: scope)
         case .constant(let value): return .value(value)
         case .object(let id): return .object(id)
         case .variable(let name): throw PredicateError("no value for variable $\(name)")
@@ -67,8 +227,17 @@ struct SQLPredicateBuilder {
     }
 
     /// Converts a constant to the form stored for `attribute`, or fails when it cannot compare.
-    static func coerce(_ value: AttributeValue, to attribute: AttributeDescription) throws(PredicateError) -> AttributeValue {
-        let type = attribute.type
+    static func coerce(_ value: AttributeValue, to attribute: AttributeDescription) throws(PredicateError)
+        -> AttributeValue
+    {
+        try coerce(value, to: attribute.type, name: attribute.name)
+    }
+
+    /// Converts a constant to the form stored for a value of `type` (read by key path `name`), or
+    /// fails when it cannot compare.
+    static func coerce(_ value: AttributeValue, to type: AttributeType, name: String) throws(PredicateError)
+        -> AttributeValue
+    {
         switch (value, type) {
         case (.null, _): return value
         case (_, _) where value.fits(type): return value
@@ -82,78 +251,115 @@ struct SQLPredicateBuilder {
         case (.uri(let s), .string): return .string(s)
         default: break
         }
-        throw PredicateError("'\(attribute.name)' is \(type.rawValue); cannot compare it with \(value.kindName) \(value.json.jsonText)")
+        throw PredicateError(
+            "'\(name)' is \(type.rawValue); cannot compare it with \(value.kindName) \(value.json.jsonText)")
     }
 
-    private mutating func bind(_ value: AttributeValue, decimalAsReal: Bool) -> String {
+    private func bind(_ value: AttributeValue, decimalAsReal: Bool) -> SQLFragment {
         if decimalAsReal, let number = ValueOrdering.number(value), value.kindName == "decimal" {
-            arguments.append(.real(number))
-        } else {
-            arguments.append(SQLiteSchema.encode(value))
+            return "\(bind: .real(number))"
         }
-        return "?"
+        return "\(bind: SQLiteSchema.encode(value))"
     }
 
     /// SQL for an operand, given the other side (to coerce constants to a column's type).
-    private mutating func sql(_ operand: Operand, against other: Operand?, _ options: ComparisonOptions) throws(PredicateError) -> String {
-        var text: String
+    private func sql(_ operand: Operand, against other: Operand?, _ options: ComparisonOptions) throws(PredicateError)
+        -> SQLFragment
+    {
+        var text: SQLFragment
         switch operand {
-        case .column(let sql, _), .foreignKey(let sql, _): text = sql
+        case .column(let sql, _, _), .objectKey(let sql, _, _): text = sql
         case .value(let value):
             var coerced = value
             var isDecimalColumn = false
-            if case .column(_, let attribute)? = other {
-                coerced = try Self.coerce(value, to: attribute)
-                isDecimalColumn = attribute.type == .decimal
-            } else if case .foreignKey(_, let relationship)? = other {
+            if case .column(_, let type, let name)? = other {
+                coerced = try Self.coerce(value, to: type, name: name)
+                isDecimalColumn = type == .decimal
+            } else if case .objectKey(_, _, let name)? = other {
                 guard value.isNull else {
-                    throw PredicateError("'\(relationship.name)' is a relationship; compare it with an object or nil")
+                    throw PredicateError("'\(name)' is a relationship; compare it with an object or nil")
                 }
             }
             // Decimal columns compare through REAL on both sides, as in-memory evaluation does.
             text = bind(coerced, decimalAsReal: isDecimalColumn || coerced.kindName == "decimal")
         case .object(let id):
             guard let id else { return "NULL" }
-            guard case .foreignKey(_, let relationship)? = other else {
-                throw PredicateError("an object can only be compared with a to-one relationship")
+            guard case .objectKey(_, let entity, _)? = other else {
+                throw PredicateError("an object can only be compared with a relationship")
             }
             guard !id.isTemporary, id.storeIdentifier == storeIdentifier, let pk = id.primaryKey,
-                model.entity(id.entityName, isKindOf: relationship.destination)
+                model.entity(id.entityName, isKindOf: entity)
             else {
                 // An object of another store or entity never equals a stored reference.
-                arguments.append(.integer(Int64.min))
-                return "?"
+                return "\(bind: .integer(Int64.min))"
             }
-            arguments.append(.integer(pk))
-            text = "?"
+            text = "\(bind: .integer(pk))"
         case .list: throw PredicateError("a list is only allowed after IN or BETWEEN")
         }
-        if !options.isEmpty { text = "strata_fold(\(text), \(options.rawValue))" }
+        if !options.isEmpty { text = "strata_fold(\(text), \(raw: String(options.rawValue)))" }
         return text
     }
 
-    private mutating func build(_ comparison: Comparison) throws(PredicateError) -> String {
-        let lhs = try operand(comparison.lhs)
+    private mutating func fragment(_ comparison: Comparison) throws(PredicateError) -> SQLFragment {
+        if case .keyPath(let text) = comparison.lhs {
+            let path = try ModelKeyPath(text, from: entity, in: model)
+            if path.isCollection {
+                switch comparison.modifier {
+                case .direct, .any: return try quantified(comparison, path, 0, root, negated: false)
+                case .all: return "NOT \(try quantified(comparison, path, 0, root, negated: true))"
+                case .none: return "NOT \(try quantified(comparison, path, 0, root, negated: false))"
+                }
+            }
+        }
+        guard comparison.modifier == .direct else {
+            throw PredicateError(
+                "\(comparison.modifier.rawValue) needs a key path through a to-many relationship on its left")
+        }
+        return try scalar(comparison, lhs: try operand(comparison.lhs))
+    }
+
+    /// `EXISTS` over the objects the steps of `path` from `index` reach, with the comparison (or its
+    /// negation) for the value the path ends on.
+    private mutating func quantified(
+        _ comparison: Comparison, _ path: ModelKeyPath, _ index: Int, _ scope: Scope, negated: Bool
+    ) throws(PredicateError) -> SQLFragment {
+        var scope = scope
+        var index = index
+        while index < path.steps.count, !path.steps[index].relationship.isToMany {
+            scope = try follow(path.steps[index], from: scope)
+            index += 1
+        }
+        if index == path.steps.count {
+            let condition = try scalar(comparison, lhs: try leaf(path, in: scope))
+            return negated ? "NOT (\(condition))" : condition
+        }
+        let (from, inner) = try related(path.steps[index].relationship, from: scope)
+        let rest = try quantified(comparison, path, index + 1, inner, negated: negated)
+        return "EXISTS (SELECT 1 \(from) AND (\(rest)))"
+    }
+
+    /// The comparison of one left value with the right side.
+    private mutating func scalar(_ comparison: Comparison, lhs: Operand) throws(PredicateError) -> SQLFragment {
         let rhs = try operand(comparison.rhs)
         let options = comparison.options
         switch comparison.op {
         case .equal, .notEqual:
             let left = try sql(lhs, against: rhs, options)
             let right = try sql(rhs, against: lhs, options)
-            return "\(left) \(comparison.op == .equal ? "IS" : "IS NOT") \(right)"
+            return "\(left) \(raw: comparison.op == .equal ? "IS" : "IS NOT") \(right)"
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
             let left = try sql(lhs, against: rhs, options)
             let right = try sql(rhs, against: lhs, options)
-            return "COALESCE(\(left) \(comparison.op.rawValue) \(right), 0)"
+            return "COALESCE(\(left) \(raw: comparison.op.rawValue) \(right), 0)"
         case .in:
             guard case .list(let items) = rhs else { throw PredicateError("IN needs a list on its right") }
             if items.isEmpty { return "0" }
-            var parts: [String] = []
+            var parts: [SQLFragment] = []
             for item in items {
                 let left = try sql(lhs, against: item, options)
                 parts.append("\(left) IS \(try sql(item, against: lhs, options))")
             }
-            return "(" + parts.joined(separator: " OR ") + ")"
+            return "(\(SQLFragment.joined(parts, separator: " OR ")))"
         case .between:
             guard case .list(let bounds) = rhs, bounds.count == 2 else {
                 throw PredicateError("BETWEEN needs a list of two values on its right")
@@ -167,7 +373,7 @@ struct SQLPredicateBuilder {
             let index = ComparisonOperator.allCases.firstIndex(of: comparison.op)!
             let left = try sql(lhs, against: rhs, [])
             let right = try sql(rhs, against: lhs, [])
-            return "strata_match(\(index), \(options.rawValue), \(left), \(right))"
+            return "strata_match(\(raw: String(index)), \(raw: String(options.rawValue)), \(left), \(right))"
         }
     }
 }

@@ -1,24 +1,32 @@
 import Foundation
 
 extension SQLiteStore {
-    /// The SELECT list, FROM and WHERE parts for a request, with their arguments.
-    private func selection(_ request: FetchRequest) throws(StoreError) -> (table: SQLiteSchema.Table, sql: String, arguments: [SQLiteValue]) {
+    /// The FROM and WHERE parts for a request, with their arguments; the entity table is aliased
+    /// ``SQLPredicateBuilder/rootAlias``.
+    private func selection(_ request: FetchRequest) throws(StoreError) -> (
+        table: SQLiteSchema.Table, sql: String, arguments: [SQLiteValue]
+    ) {
         guard entityNames.contains(request.entityName), let table = schema.table(for: request.entityName) else {
-            throw StoreError(.notFound, "the store does not hold entity '\(request.entityName)'", storeURL: url, entity: request.entityName)
+            throw StoreError(
+                .notFound, "the store does not hold entity '\(request.entityName)'", storeURL: url,
+                entity: request.entityName)
         }
+        let alias = SQLPredicateBuilder.rootAlias
         let family =
             request.includesSubentities
-            ? model.entityAndSubentities(of: request.entityName).filter { entityNames.contains($0) } : [request.entityName]
+            ? model.entityAndSubentities(of: request.entityName).filter { entityNames.contains($0) }
+            : [request.entityName]
         var conditions: [String] = []
         var arguments: [SQLiteValue] = []
         if family.count != table.entities.count {
-            conditions.append("\"_entity\" IN (\(family.map { _ in "?" }.joined(separator: ", ")))")
+            conditions.append("\(alias).\"_entity\" IN (\(family.map { _ in "?" }.joined(separator: ", ")))")
             arguments += family.map { .text($0) }
         }
         if let predicate = request.predicate {
             do {
                 let bound = try predicate.bound(to: request.entityName, in: model)
-                var builder = SQLPredicateBuilder(model: model, entity: request.entityName, storeIdentifier: metadata.identifier)
+                var builder = SQLPredicateBuilder(
+                    model: model, schema: schema, entity: request.entityName, storeIdentifier: metadata.identifier)
                 conditions.append("(\(try builder.build(bound)))")
                 arguments += builder.arguments
             } catch {
@@ -26,24 +34,27 @@ extension SQLiteStore {
             }
         }
         let whereClause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
-        return (table, "FROM \(SQLiteSchema.quote(table.name))\(whereClause)", arguments)
+        return (table, "FROM \(SQLiteSchema.quote(table.name)) AS \(alias)\(whereClause)", arguments)
     }
 
     public func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow] {
         let (table, from, arguments) = try selection(request)
+        let alias = SQLPredicateBuilder.rootAlias
         var order: [String] = []
         for descriptor in request.sortDescriptors {
             guard let attribute = model.attribute(descriptor.key, of: request.entityName) else {
-                throw StoreError(.invalidRequest, "cannot sort by '\(descriptor.key)': no such attribute", storeURL: url, entity: request.entityName)
+                throw StoreError(
+                    .invalidRequest, "cannot sort by '\(descriptor.key)': no such attribute", storeURL: url,
+                    entity: request.entityName)
             }
-            var column = SQLiteSchema.quote(attribute.name)
+            var column = "\(alias).\(SQLiteSchema.quote(attribute.name))"
             if attribute.type == .decimal { column = "CAST(\(column) AS REAL)" }
             if descriptor.caseInsensitive && attribute.type == .string { column = "strata_fold(\(column), 1)" }
             order.append("\(column) \(descriptor.ascending ? "ASC" : "DESC")")
         }
-        order.append("\"_pk\" ASC")
-        var sql = "SELECT \"_pk\", \"_entity\", \"_version\", "
-        sql += table.columns.map { SQLiteSchema.quote($0.name) }.joined(separator: ", ")
+        order.append("\(alias).\"_pk\" ASC")
+        var sql = "SELECT \(alias).\"_pk\", \(alias).\"_entity\", \(alias).\"_version\", "
+        sql += table.columns.map { "\(alias).\(SQLiteSchema.quote($0.name))" }.joined(separator: ", ")
         sql += " \(from) ORDER BY \(order.joined(separator: ", "))"
         var allArguments = arguments
         if request.fetchLimit != nil || request.fetchOffset > 0 {

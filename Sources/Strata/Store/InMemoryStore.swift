@@ -67,12 +67,12 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
             family.contains($0.id.entityName)
         }
         guard let predicate else { return candidates }
+        let resolver = InMemoryPredicateResolver(model: model, state: current, storeIdentifier: metadata.identifier)
+        var paths: [String: ModelKeyPath] = [:]
         do {
             return try candidates.filter { row in
-                try predicate.evaluate { path in
-                    if let attribute = row.attributes[path] { return .value(attribute) }
-                    if let object = row.toOne[path] { return .object(object) }
-                    return .value(.null)
+                try predicate.evaluate(object: row.id, in: model, paths: &paths) { id, key in
+                    resolver.property(key, of: id)
                 }
             }
         } catch {
@@ -164,6 +164,85 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
         writerGate.wait()
         state.withLock { $0 = State(closed: true) }
         writerGate.signal()
+    }
+}
+
+/// Reads one property of one object of an in-memory state, for predicate evaluation: attributes and
+/// to-one relationships from the rows, to-many relationships by the same storage rules as
+/// ``InMemoryStore/relatedIDs(of:relationship:)`` (and as the SQLite store's subqueries).
+///
+/// Lives for one fetch; it indexes inverse foreign keys and join tables on first use.
+private final class InMemoryPredicateResolver {
+    let model: ObjectModel
+    let state: InMemoryStore.State
+    let storeIdentifier: String
+    /// Destination root and inverse name → primary key of the object referred to → referring IDs.
+    private var inverseIndexes: [String: [Int64: [ObjectID]]] = [:]
+    /// Join table name → target key → source keys.
+    private var reversedJoins: [String: [Int64: [Int64]]] = [:]
+
+    init(model: ObjectModel, state: InMemoryStore.State, storeIdentifier: String) {
+        self.model = model
+        self.state = state
+        self.storeIdentifier = storeIdentifier
+    }
+
+    private func row(_ id: ObjectID) -> StoreRow? {
+        guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return nil }
+        return state.rows[model.rootEntity(of: id.entityName)]?[pk]
+    }
+
+    /// An attribute as `.value`, a to-one relationship as `.object`, a to-many one as a `.list`.
+    func property(_ key: String, of id: ObjectID) -> PredicateOperand {
+        guard let row = row(id) else { return .value(.null) }
+        if let value = row.attributes[key] { return .value(value) }
+        if let object = row.toOne[key] { return .object(object) }
+        guard let relationship = model.relationship(key, of: id.entityName) else { return .value(.null) }
+        guard relationship.isToMany else { return .object(nil) }
+        return .list(related(row, relationship).map { .object($0) })
+    }
+
+    private func related(_ row: StoreRow, _ relationship: RelationshipDescription) -> [ObjectID] {
+        guard let pk = row.id.primaryKey else { return [] }
+        let destination = relationship.destination
+        let destinationRoot = model.rootEntity(of: destination)
+        let destinationRows = state.rows[destinationRoot] ?? [:]
+        let sourceRoot = model.rootEntity(of: row.id.entityName)
+        switch model.storage(of: relationship.name, in: row.id.entityName) {
+        case .inverseForeignKey(let inverse)?:
+            let indexKey = destinationRoot + "\u{0}" + inverse
+            if inverseIndexes[indexKey] == nil {
+                var index: [Int64: [ObjectID]] = [:]
+                for candidate in destinationRows.values {
+                    guard model.entity(candidate.id.entityName, isKindOf: destination) else { continue }
+                    if let target = candidate.toOne[inverse] ?? nil, let targetKey = target.primaryKey,
+                        model.rootEntity(of: target.entityName) == sourceRoot
+                    {
+                        index[targetKey, default: []].append(candidate.id)
+                    }
+                }
+                inverseIndexes[indexKey] = index
+            }
+            return inverseIndexes[indexKey]?[pk] ?? []
+        case .joinTable(let join, let isSource)?:
+            let table = state.joins[join.name] ?? [:]
+            let keys: [Int64]
+            if isSource {
+                keys = table[pk] ?? []
+            } else {
+                if reversedJoins[join.name] == nil {
+                    var reversed: [Int64: [Int64]] = [:]
+                    for (source, targets) in table {
+                        for target in targets { reversed[target, default: []].append(source) }
+                    }
+                    reversedJoins[join.name] = reversed
+                }
+                keys = reversedJoins[join.name]?[pk] ?? []
+            }
+            let rows = keys.compactMap { destinationRows[$0] }
+            return rows.filter { model.entity($0.id.entityName, isKindOf: destination) }.map(\.id)
+        case .foreignKey?, nil: return []
+        }
     }
 }
 
