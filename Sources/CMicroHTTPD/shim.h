@@ -22,4 +22,52 @@ static inline uint16_t cmhd_daemon_port(struct MHD_Daemon *daemon) {
     return info == NULL ? 0 : info->port;
 }
 
+/// One `MHD_OptionItem` carrying a number (limits, timeouts).
+static inline struct MHD_OptionItem cmhd_option_value(enum MHD_OPTION option, intptr_t value) {
+    struct MHD_OptionItem item = {option, value, NULL};
+    return item;
+}
+
+/// One `MHD_OptionItem` carrying a single pointer (e.g. `MHD_OPTION_SOCK_ADDR`).
+static inline struct MHD_OptionItem cmhd_option_pointer(enum MHD_OPTION option, void *pointer) {
+    struct MHD_OptionItem item = {option, 0, pointer};
+    return item;
+}
+
+/// The `MHD_OPTION_END` item that terminates an option array.
+static inline struct MHD_OptionItem cmhd_option_end(void) {
+    struct MHD_OptionItem item = {MHD_OPTION_END, 0, NULL};
+    return item;
+}
+
+/// `MHD_OPTION_NOTIFY_COMPLETED`: in an option array a function pointer travels as `intptr_t`.
+static inline struct MHD_OptionItem cmhd_option_notify_completed(MHD_RequestCompletedCallback callback,
+                                                                 void *cls) {
+    struct MHD_OptionItem item = {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)callback, cls};
+    return item;
+}
+
+/// The signature of an `MHD_OPTION_UNESCAPE_CALLBACK` function (the header has no typedef for it).
+typedef size_t (*cmhd_unescape_callback)(void *cls, struct MHD_Connection *connection, char *string);
+
+/// `MHD_OPTION_UNESCAPE_CALLBACK`, which replaces libmicrohttpd's `%HH` decoding of the URL path
+/// and query arguments.
+static inline struct MHD_OptionItem cmhd_option_unescape(cmhd_unescape_callback callback, void *cls) {
+    struct MHD_OptionItem item = {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)callback, cls};
+    return item;
+}
+
+/// `MHD_OPTION_EXTERNAL_LOGGER`, which receives libmicrohttpd's error messages.
+static inline struct MHD_OptionItem cmhd_option_logger(MHD_LogCallback callback, void *cls) {
+    struct MHD_OptionItem item = {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)callback, cls};
+    return item;
+}
+
+/// The peer address of a connection (`MHD_get_connection_info` is variadic), or NULL.
+static inline const struct sockaddr *cmhd_connection_client_address(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info == NULL ? NULL : info->client_addr;
+}
+
 #endif

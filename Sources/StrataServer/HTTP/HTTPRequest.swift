@@ -1,0 +1,93 @@
+/// One complete HTTP request, as handed to the server's handler.
+///
+/// The path and the query are percent-decoded by ``HTTPServer`` itself rather than by
+/// libmicrohttpd: every `%HH` in the path is decoded (so `%2F` becomes `/`, and cannot be told
+/// apart from a literal slash) while `+` stays a plus; in the query `+` is a space and `%2B` a
+/// plus. Bytes that are not valid UTF-8 after decoding become U+FFFD.
+public struct HTTPRequest: Sendable {
+    /// The request method exactly as received: `"GET"`, `"POST"`, ….
+    public var method: String
+    /// The percent-decoded path without the query string, e.g. `"/books/42"`.
+    public var path: String
+    /// The percent-decoded query arguments in the order received; repeated names are all kept,
+    /// and an argument without `=` has an empty value.
+    public var query: [(name: String, value: String)]
+    /// The request headers; names are lowercased and repeated headers are joined with `", "`.
+    public var headers: [String: String]
+    /// The request body, empty when there is none.
+    public var body: [UInt8]
+    /// The client's IP address, e.g. `"127.0.0.1"` or `"::1"`; empty when unknown.
+    public var remoteAddress: String
+
+    /// Creates a request; the server builds these, and tests or batch handlers may too.
+    /// - Parameters:
+    ///   - method: the request method, e.g. `"GET"`.
+    ///   - path: the percent-decoded path, without a query string.
+    ///   - query: the decoded query arguments in order.
+    ///   - headers: the headers; names should be lowercase for ``header(_:)`` to find them.
+    ///   - body: the request body.
+    ///   - remoteAddress: the client's IP address.
+    public init(
+        method: String, path: String, query: [(name: String, value: String)] = [], headers: [String: String] = [:],
+        body: [UInt8] = [], remoteAddress: String = ""
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.remoteAddress = remoteAddress
+    }
+
+    /// The value of the header called `name`, compared case-insensitively, or `nil`.
+    public func header(_ name: String) -> String? {
+        if let value = headers[name.lowercased()] { return value }
+        // Requests built by hand may carry names that are not lowercased.
+        return headers.first { $0.key.lowercased() == name.lowercased() }?.value
+    }
+
+    /// Every value of the query argument called `name`, in order (case-sensitive).
+    public func queryValues(_ name: String) -> [String] {
+        query.filter { $0.name == name }.map(\.value)
+    }
+}
+
+extension HTTPRequest {
+    /// Decodes every `%HH` escape in `raw`; a `%` not followed by two hex digits stays as it is.
+    /// - Parameter plusIsSpace: whether `+` means a space (query arguments) or itself (paths).
+    static func percentDecoded(_ raw: some Collection<UInt8>, plusIsSpace: Bool) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(raw.count)
+        var index = raw.startIndex
+        while index != raw.endIndex {
+            let byte = raw[index]
+            if byte == UInt8(ascii: "%") {
+                let first = raw.index(after: index)
+                if first != raw.endIndex, let high = hexValue(raw[first]) {
+                    let second = raw.index(after: first)
+                    if second != raw.endIndex, let low = hexValue(raw[second]) {
+                        bytes.append(high << 4 | low)
+                        index = raw.index(after: second)
+                        continue
+                    }
+                }
+                bytes.append(byte)
+            } else if byte == UInt8(ascii: "+") && plusIsSpace {
+                bytes.append(UInt8(ascii: " "))
+            } else {
+                bytes.append(byte)
+            }
+            index = raw.index(after: index)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

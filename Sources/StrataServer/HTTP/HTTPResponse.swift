@@ -1,0 +1,24 @@
+/// A response produced by the server's handler.
+///
+/// The server adds `Content-Length` (any `Content-Length` given here is ignored) and libmicrohttpd
+/// adds `Date`. For a `HEAD` request the headers are sent, with the length of this body, and the
+/// body is not.
+public struct HTTPResponse: Sendable {
+    /// The status code; a value outside 200…999 is sent as 500 (a 1xx cannot be a final response).
+    public var status: Int
+    /// The response headers in the order they are sent; a name may repeat.
+    public var headers: [(name: String, value: String)]
+    /// The response body.
+    public var body: [UInt8]
+
+    /// Creates a response.
+    /// - Parameters:
+    ///   - status: the status code, e.g. 200.
+    ///   - headers: headers to send, in order.
+    ///   - body: the body bytes.
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}

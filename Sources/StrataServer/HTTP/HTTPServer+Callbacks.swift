@@ -1,0 +1,63 @@
+import CMicroHTTPD
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension HTTPServer {
+    /// Starts libmicrohttpd in thread-per-connection mode with the configured limits. Every
+    /// callback is a capture-free closure that finds its ``HTTPServerContext`` through `cls`.
+    static func startDaemon(
+        configuration: HTTPServerConfiguration, address: UnsafeMutablePointer<sockaddr>, isIPv6: Bool,
+        context: UnsafeMutableRawPointer
+    ) -> OpaquePointer? {
+        var flags =
+            MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
+            | MHD_USE_POLL.rawValue | MHD_USE_ITC.rawValue | MHD_USE_ERROR_LOG.rawValue
+        if isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        var options = [
+            // First, so that start-up errors reach it.
+            cmhd_option_logger(
+                { cls, format, arguments in
+                    guard let cls, let format, let arguments else { return }
+                    var buffer = [CChar](repeating: 0, count: 512)
+                    _ = vsnprintf(&buffer, buffer.count, format, arguments)
+                    let message = String(
+                        decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                    Unmanaged<HTTPServerContext>.fromOpaque(cls).takeUnretainedValue()
+                        .log(message.trimmingTrailingNewlines())
+                }, context),
+            cmhd_option_value(.CONNECTION_LIMIT, max(1, configuration.maxConnections)),
+            cmhd_option_value(.PER_IP_CONNECTION_LIMIT, max(0, configuration.perIPConnectionLimit)),
+            cmhd_option_value(.CONNECTION_TIMEOUT, max(0, configuration.connectionTimeoutSeconds)),
+            cmhd_option_notify_completed(
+                { cls, _, state, _ in
+                    guard let cls else { return }
+                    Unmanaged<HTTPServerContext>.fromOpaque(cls).takeUnretainedValue().completed(state: state)
+                }, context),
+            // Leave `%HH` in the path and query alone: `HTTPConnection` decodes them itself, so
+            // that the decoded bytes are never re-read as C strings (`%00`) and the rules are ours.
+            cmhd_option_unescape({ _, _, string in string.map { strlen($0) } ?? 0 }, nil),
+            cmhd_option_pointer(.SOCK_ADDR, address),
+            cmhd_option_end(),
+        ]
+        return cmhd_start_daemon(
+            flags, configuration.port,
+            { cls, connection, url, method, _, uploadData, uploadSize, state in
+                guard let cls, let connection, let uploadSize, let state else { return .NO }
+                return Unmanaged<HTTPServerContext>.fromOpaque(cls).takeUnretainedValue().access(
+                    connection: connection, url: url, method: method, uploadData: uploadData,
+                    uploadSize: uploadSize, state: state)
+            }, context, &options)
+    }
+}
+
+extension String {
+    fileprivate func trimmingTrailingNewlines() -> String {
+        var result = self
+        while result.last == "\n" || result.last == "\r" { result.removeLast() }
+        return result
+    }
+}

@@ -1,0 +1,122 @@
+import CMicroHTTPD
+import Strata
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An HTTP/1.1 server on libmicrohttpd that hands each complete request to a handler.
+///
+/// The daemon runs one thread per connection (`MHD_USE_THREAD_PER_CONNECTION`): the handler may
+/// block, say on a slow SQLite call, and only its own connection waits. libmicrohttpd's other modes
+/// multiplex several connections on each thread, so one blocking handler would stall them all.
+///
+/// ```swift
+/// let server = HTTPServer(configuration: HTTPServerConfiguration()) { request in
+///     HTTPResponse(status: 200, body: Array("hello \(request.path)".utf8))
+/// } tooLarge: { _ in
+///     HTTPResponse(status: 413)
+/// }
+/// try server.start()
+/// ```
+public final class HTTPServer: Sendable {
+    private let configuration: HTTPServerConfiguration
+    private let handler: @Sendable (HTTPRequest) -> HTTPResponse
+    private let tooLarge: @Sendable (HTTPRequest) -> HTTPResponse
+    private let counters = Locked(HTTPServerCounters())
+    private let boundPort = Locked<UInt16>(0)
+    /// The running daemon; held for the whole of `start()` and `stop()` so they never overlap.
+    private let daemon = Locked<RunningDaemon?>(nil)
+
+    /// Prepares a server; nothing listens until ``start()``.
+    /// - Parameters:
+    ///   - configuration: the address, port and limits.
+    ///   - handler: answers each complete request. It runs on the connection's own thread and
+    ///     may block; it must not call ``stop()``, which waits for it.
+    ///   - tooLarge: answers a request whose body is over `maxBodyBytes`; it gets the request
+    ///     without its body. A declared `Content-Length` over the limit is answered before the
+    ///     body is read (and the connection closed); a chunked body that grows past the limit
+    ///     is discarded as it arrives and answered when the upload ends.
+    public init(
+        configuration: HTTPServerConfiguration, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
+        tooLarge: @escaping @Sendable (HTTPRequest) -> HTTPResponse
+    ) {
+        self.configuration = configuration
+        self.handler = handler
+        self.tooLarge = tooLarge
+    }
+
+    deinit { stop() }
+
+    /// Binds the configured address and starts serving.
+    /// - Throws: ``HTTPServerError`` when the host is not an IP address, the port is in use or
+    ///   cannot be bound, or the server is already running.
+    public func start() throws(HTTPServerError) {
+        try daemon.withLock { (running: inout RunningDaemon?) throws(HTTPServerError) in
+            guard running == nil else { throw HTTPServerError("the server is already running on port \(port)") }
+            let address = try SocketAddress(host: configuration.host, port: configuration.port)
+            let context = HTTPServerContext(
+                handler: handler, tooLarge: tooLarge, maxBodyBytes: max(0, configuration.maxBodyBytes),
+                counters: counters)
+            let retained = Unmanaged.passRetained(context)
+            let started = address.withSockaddrPointer { socketAddress in
+                Self.startDaemon(
+                    configuration: configuration, address: socketAddress, isIPv6: address.isIPv6,
+                    context: retained.toOpaque())
+            }
+            let messages = context.finishStartup()
+            guard let started else {
+                retained.release()
+                let reason = messages.isEmpty ? "libmicrohttpd could not start" : messages.joined(separator: "; ")
+                throw HTTPServerError("cannot listen on \(configuration.host) port \(configuration.port): \(reason)")
+            }
+            counters.withLock { $0.stopping = false }
+            boundPort.withLock { $0 = cmhd_daemon_port(started) }
+            running = RunningDaemon(handle: started, context: retained)
+        }
+    }
+
+    /// The port the server is bound to after ``start()`` (the one picked when configured with 0);
+    /// 0 before.
+    public var port: UInt16 { boundPort.withLock { $0 } }
+
+    /// The number of requests currently inside the handler (or the `tooLarge` builder).
+    public var activeRequests: Int { counters.withLock { $0.inHandler } }
+
+    /// Stops the server: new connections are refused at once, requests in flight finish and get
+    /// their responses (with `Connection: close`) for up to `shutdownGraceSeconds`, then every
+    /// connection is closed. Returns when the daemon is gone; calling it again does nothing.
+    public func stop() {
+        daemon.withLock { running in
+            guard let current = running else { return }
+            running = nil
+            counters.withLock { $0.stopping = true }
+            let listener = MHD_quiesce_daemon(current.handle)
+            // Quiescing only stops accepting; shutting the socket down makes the kernel refuse
+            // new connections instead of queueing them in the backlog. It is closed after
+            // `MHD_stop_daemon`, as libmicrohttpd asks.
+            if listener >= 0 { _ = shutdown(listener, Int32(SHUT_RDWR)) }
+            let deadline = Self.nowNanoseconds() + UInt64(max(0, configuration.shutdownGraceSeconds)) * 1_000_000_000
+            while counters.withLock({ $0.inFlight }) > 0 && Self.nowNanoseconds() < deadline {
+                usleep(5_000)
+            }
+            MHD_stop_daemon(current.handle)
+            if listener >= 0 { _ = close(listener) }
+            current.context.release()
+        }
+    }
+
+    private static func nowNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}
+
+/// A started daemon and the context retained for its callbacks.
+struct RunningDaemon {
+    let handle: OpaquePointer
+    let context: Unmanaged<HTTPServerContext>
+}

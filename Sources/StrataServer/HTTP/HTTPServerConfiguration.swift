@@ -1,0 +1,21 @@
+/// Where an ``HTTPServer`` listens and the limits it enforces.
+public struct HTTPServerConfiguration: Sendable {
+    /// The address to bind: an IPv4 address (`"127.0.0.1"`, `"0.0.0.0"` for every interface), an
+    /// IPv6 address (`"::1"`, `"::"`), or `"localhost"` for `127.0.0.1`.
+    public var host: String = "127.0.0.1"
+    /// The TCP port; 0 picks a free port, which ``HTTPServer/port`` reports after start.
+    public var port: UInt16 = 8080
+    /// The largest request body accepted; a larger one gets the server's `tooLarge` response.
+    public var maxBodyBytes: Int = 1 << 20
+    /// The most connections open at once; further connections are refused.
+    public var maxConnections: Int = 1024
+    /// The most connections open at once from one IP address; 0 means no limit.
+    public var perIPConnectionLimit: Int = 256
+    /// Seconds a connection may stay idle before it is closed; 0 means never.
+    public var connectionTimeoutSeconds: Int = 30
+    /// The longest ``HTTPServer/stop()`` waits for requests in flight before closing connections.
+    public var shutdownGraceSeconds: Int = 30
+
+    /// A configuration with the defaults above.
+    public init() {}
+}

@@ -1,0 +1,529 @@
+import Dispatch
+import Foundation
+import Strata
+import StrataServer
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The libmicrohttpd layer over real loopback sockets: framing, limits, keep-alive, concurrency
+/// and shutdown. Serialized because two tests measure time.
+@Suite(.serialized)
+struct HTTPServerTests {
+    // MARK: Requests and responses
+
+    @Test func echoesARequestWithItsBodyHeadersAndAddress() throws {
+        let recorder = Recorder()
+        let server = try Self.startServer(recorder)
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.port)
+        try connection.send(
+            "POST /echo HTTP/1.1\r\nHost: test\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello")
+        let response = try connection.readResponse()
+        #expect(response.status == 200)
+        #expect(response.text == "hello")
+        #expect(response.headers["content-length"] == "5")
+        #expect(response.headers["content-type"] == "text/plain")
+        #expect(response.headers["x-echo"] == "yes")
+        #expect(response.headers["date"] != nil)
+        let request = try #require(recorder.requests.last)
+        #expect(request.method == "POST")
+        #expect(request.path == "/echo")
+        #expect(request.header("Content-Type") == "text/plain")
+        #expect(request.body == Array("hello".utf8))
+        #expect(request.remoteAddress == "127.0.0.1")
+        #expect(server.activeRequests == 0)
+    }
+
+    @Test func assemblesAChunkedUploadSentInSeveralWrites() throws {
+        let recorder = Recorder()
+        let server = try Self.startServer(recorder)
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.port)
+        try connection.send("POST /upload HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for piece in ["hello", ", chunked", " world", "!"] {
+            usleep(20_000)
+            try connection.send(Self.chunk(Array(piece.utf8)))
+        }
+        try connection.send("0\r\n\r\n")
+        let response = try connection.readResponse()
+        #expect(response.status == 200)
+        #expect(response.text == "hello, chunked world!")
+
+        // A larger body than libmicrohttpd's connection buffer arrives over many calls.
+        let large = (0..<200_000).map { UInt8($0 % 251) }
+        try connection.send("POST /upload HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for start in stride(from: 0, to: large.count, by: 10_000) {
+            try connection.send(Self.chunk(Array(large[start..<start + 10_000])))
+        }
+        try connection.send("0\r\n\r\n")
+        let second = try connection.readResponse()
+        #expect(second.status == 200)
+        #expect(second.body == large)
+        #expect(recorder.requests.last?.body == large)
+    }
+
+    @Test func answersADeclaredBodyOverTheLimitBeforeItIsSent() throws {
+        let recorder = Recorder()
+        let server = try Self.startServer(recorder) { $0.maxBodyBytes = 1000 }
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.port)
+        // Only the head: the body is never sent, so a response proves the server did not wait.
+        try connection.send("POST /big?x=1 HTTP/1.1\r\nHost: test\r\nContent-Length: 5000000\r\n\r\n")
+        let response = try connection.readResponse()
+        #expect(response.status == 413)
+        #expect(response.text == "too large")
+        #expect(recorder.requests.isEmpty)
+        let rejected = try #require(recorder.rejected.last)
+        #expect(rejected.path == "/big")
+        #expect(rejected.queryValues("x") == ["1"])
+        #expect(rejected.body.isEmpty)
+
+        // Exactly at the limit is accepted.
+        let exact = try RawConnection(port: server.port)
+        try exact.send(
+            "POST /fits HTTP/1.1\r\nHost: test\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "a", count: 1000))
+        let fits = try exact.readResponse()
+        #expect(fits.status == 200)
+        #expect(fits.body.count == 1000)
+    }
+
+    @Test func answersAChunkedBodyThatGrowsOverTheLimitWhenTheUploadEnds() throws {
+        let recorder = Recorder()
+        let server = try Self.startServer(recorder) { $0.maxBodyBytes = 1000 }
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.port)
+        try connection.send("POST /big HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for _ in 0..<5 {
+            try connection.send(Self.chunk([UInt8](repeating: 0x61, count: 400)))
+            usleep(10_000)
+        }
+        try connection.send("0\r\n\r\n")
+        let response = try connection.readResponse()
+        #expect(response.status == 413)
+        #expect(response.text == "too large")
+        #expect(recorder.requests.isEmpty)
+        #expect(recorder.rejected.last?.body.isEmpty == true)
+        #expect(recorder.rejected.last?.path == "/big")
+    }
+
+    @Test func keepsTheConnectionAliveAcrossRequests() throws {
+        let recorder = Recorder()
+        let server = try Self.startServer(recorder)
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.port)
+        try connection.send("POST /first HTTP/1.1\r\nHost: test\r\nContent-Length: 3\r\n\r\nabc")
+        let first = try connection.readResponse()
+        try connection.send("GET /second HTTP/1.1\r\nHost: test\r\n\r\n")
+        let second = try connection.readResponse()
+        #expect(first.status == 200)
+        #expect(first.text == "abc")
+        #expect(first.headers["connection"]?.lowercased() != "close")
+        #expect(second.status == 200)
+        #expect(second.text == "")
+        #expect(recorder.requests.map(\.path) == ["/first", "/second"])
+    }
+
+    @Test func answersHeadWithTheHeadersOfGetAndNoBody() throws {
+        let server = HTTPServer(configuration: Self.loopback()) { request in
+            HTTPResponse(status: 200, headers: [("X-Method", request.method)], body: Array("0123456789".utf8))
+        } tooLarge: { _ in
+            HTTPResponse(status: 413)
+        }
+        try server.start()
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.port)
+        try connection.send("HEAD /doc HTTP/1.1\r\nHost: test\r\n\r\n")
+        let head = try connection.readResponse(isHead: true)
+        #expect(head.status == 200)
+        #expect(head.headers["content-length"] == "10")
+        #expect(head.headers["x-method"] == "HEAD")
+        // Had a body followed the HEAD response, it would be read here in place of a status line.
+        try connection.send("GET /doc HTTP/1.1\r\nHost: test\r\n\r\n")
+        let get = try connection.readResponse()
+        #expect(get.status == 200)
+        #expect(get.text == "0123456789")
+    }
+
+    @Test func readsHeadersCaseInsensitively() throws {
+        let recorder = Recorder()
+        let server = try Self.startServer(recorder)
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.port)
+        try connection.send(
+            "GET / HTTP/1.1\r\nHOST: test\r\nX-Custom: One\r\nx-CUSTOM: Two\r\naccept: text/html\r\n\r\n")
+        #expect(try connection.readResponse().status == 200)
+        let request = try #require(recorder.requests.last)
+        #expect(request.headers["x-custom"] == "One, Two")
+        #expect(request.header("X-CUSTOM") == "One, Two")
+        #expect(request.header("Accept") == "text/html")
+        #expect(request.header("host") == "test")
+        #expect(request.header("missing") == nil)
+        #expect(HTTPRequest(method: "GET", path: "/", headers: ["If-Match": "\"3\""]).header("if-match") == "\"3\"")
+    }
+
+    @Test func decodesThePathAndTheQuery() throws {
+        let recorder = Recorder()
+        let server = try Self.startServer(recorder)
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.port)
+        try connection.send("GET /a%20b?x=1&y=%C3%A9&y=2 HTTP/1.1\r\nHost: test\r\n\r\n")
+        #expect(try connection.readResponse().status == 200)
+        let request = try #require(recorder.requests.last)
+        #expect(request.path == "/a b")
+        #expect(request.query.map { "\($0.name)=\($0.value)" } == ["x=1", "y=é", "y=2"])
+        #expect(request.queryValues("y") == ["é", "2"])
+        #expect(request.queryValues("z") == [])
+
+        // In the path '+' is itself and %2F a slash; in the query '+' is a space and %2B a plus.
+        try connection.send("GET /p+q%2Fr%2B%zz?s=a+b%2Bc&flag&empty=&%26=%3D HTTP/1.1\r\nHost: test\r\n\r\n")
+        #expect(try connection.readResponse().status == 200)
+        let second = try #require(recorder.requests.last)
+        #expect(second.path == "/p+q/r+%zz")
+        #expect(second.query.map { "\($0.name)=\($0.value)" } == ["s=a b+c", "flag=", "empty=", "&=="])
+    }
+
+    // MARK: Concurrency and lifecycle
+
+    @Test func aBlockingHandlerDoesNotStallOtherConnections() throws {
+        let server = HTTPServer(configuration: Self.loopback()) { request in
+            if request.path == "/slow" { sleep(2) }
+            return HTTPResponse(status: 200, body: Array(request.path.utf8))
+        } tooLarge: { _ in
+            HTTPResponse(status: 413)
+        }
+        try server.start()
+        defer { server.stop() }
+        let slow = Self.inBackground { () throws -> RawResponse in
+            let connection = try RawConnection(port: server.port)
+            try connection.send("GET /slow HTTP/1.1\r\nHost: test\r\n\r\n")
+            return try connection.readResponse()
+        }
+        try Self.waitUntil { server.activeRequests == 1 }
+
+        let begin = DispatchTime.now().uptimeNanoseconds
+        let statuses = Locked<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 20) { index in
+            let status = try? RawConnection(port: server.port).exchange(
+                "GET /quick/\(index) HTTP/1.1\r\nHost: t\r\n\r\n")
+            statuses.withLock { $0.append(status?.status ?? 0) }
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9
+        #expect(statuses.withLock { $0 } == [Int](repeating: 200, count: 20))
+        #expect(seconds < 1.5, "20 quick requests took \(seconds) s beside a blocked handler")
+        #expect(server.activeRequests == 1)
+        let slowResponse = try slow.result()
+        #expect(slowResponse.status == 200)
+        #expect(slowResponse.text == "/slow")
+    }
+
+    @Test func stopWaitsForARequestInFlightThenRefusesConnections() throws {
+        let server = HTTPServer(configuration: Self.loopback()) { request in
+            if request.path == "/slow" { sleep(1) }
+            return HTTPResponse(status: 200, body: Array("done \(request.path)".utf8))
+        } tooLarge: { _ in
+            HTTPResponse(status: 413)
+        }
+        try server.start()
+        let port = server.port
+        // An idle keep-alive connection must not hold the shutdown up.
+        let idle = try RawConnection(port: port)
+        #expect(try idle.exchange("GET /idle HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
+        let slow = Self.inBackground { () throws -> RawResponse in
+            let connection = try RawConnection(port: port)
+            try connection.send("GET /slow HTTP/1.1\r\nHost: test\r\n\r\n")
+            return try connection.readResponse()
+        }
+        try Self.waitUntil { server.activeRequests == 1 }
+        let refusedDuringStop = Self.inBackground { () -> Bool in
+            usleep(300_000)
+            return (try? RawConnection(port: port)) == nil
+        }
+
+        let begin = DispatchTime.now().uptimeNanoseconds
+        server.stop()
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9
+
+        let response = try slow.result()
+        #expect(response.status == 200)
+        #expect(response.text == "done /slow")
+        #expect(response.headers["connection"]?.lowercased() == "close")
+        #expect(seconds > 0.5, "stop() returned after \(seconds) s, before the slow request finished")
+        #expect(try refusedDuringStop.result())
+        #expect(throws: (any Error).self) { try RawConnection(port: port) }
+        #expect(server.activeRequests == 0)
+        server.stop()  // idempotent
+    }
+
+    @Test func reportsABusyPortAndABadHost() throws {
+        let first = try Self.startServer(Recorder())
+        defer { first.stop() }
+        var configuration = Self.loopback()
+        configuration.port = first.port
+        let second = HTTPServer(configuration: configuration) { _ in
+            HTTPResponse(status: 200)
+        } tooLarge: { _ in
+            HTTPResponse(status: 413)
+        }
+        do {
+            try second.start()
+            Issue.record("a second server started on busy port \(first.port)")
+        } catch {
+            #expect(error.message.contains("\(first.port)"), "\(error.message)")
+        }
+
+        configuration.host = "not-an-address"
+        configuration.port = 0
+        let third = HTTPServer(configuration: configuration) { _ in
+            HTTPResponse(status: 200)
+        } tooLarge: { _ in
+            HTTPResponse(status: 413)
+        }
+        do {
+            try third.start()
+            Issue.record("a server started on host 'not-an-address'")
+        } catch {
+            #expect(error.description.contains("not-an-address"), "\(error.message)")
+        }
+        // The first server still serves.
+        #expect(try RawConnection(port: first.port).exchange("GET / HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
+    }
+
+    @Test func survivesMalformedRequests() throws {
+        let recorder = Recorder()
+        let server = try Self.startServer(recorder) { $0.maxBodyBytes = 100 }
+        defer { server.stop() }
+        let inputs = [
+            "GARBAGE\r\n\r\n",
+            "GET\r\n\r\n",
+            "\0\u{1}\u{2} / HTTP/1.1\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: t\r\nX-Big: \(String(repeating: "x", count: 100_000))\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n",
+            "GET /%00%ff%fe?%00=%ff HTTP/1.1\r\nHost: t\r\n\r\n",
+        ]
+        for input in inputs {
+            // libmicrohttpd waits for more of some broken requests; the idle timeout ends those.
+            let connection = try RawConnection(port: server.port, timeoutSeconds: 1)
+            try? connection.send(input)
+            if let response = try? connection.readResponse() {
+                #expect((200..<500).contains(response.status), "\(input.prefix(40)): \(response.status)")
+            }
+        }
+        #expect(try RawConnection(port: server.port).exchange("GET /ok HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
+    }
+
+    @Test func servesIPv6Loopback() throws {
+        var configuration = Self.loopback()
+        configuration.host = "::1"
+        let server = HTTPServer(configuration: configuration) { request in
+            HTTPResponse(status: 200, body: Array(request.remoteAddress.utf8))
+        } tooLarge: { _ in
+            HTTPResponse(status: 413)
+        }
+        do {
+            try server.start()
+        } catch {
+            return  // no IPv6 loopback on this machine
+        }
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.port, ipv6: true)
+        #expect(try connection.exchange("GET / HTTP/1.1\r\nHost: t\r\n\r\n").text == "::1")
+    }
+}
+
+// MARK: - Helpers
+
+extension HTTPServerTests {
+    /// Records what the handler and the `tooLarge` builder received.
+    final class Recorder: Sendable {
+        private let handled = Locked<[HTTPRequest]>([])
+        private let tooLarge = Locked<[HTTPRequest]>([])
+
+        var requests: [HTTPRequest] { handled.withLock { $0 } }
+        var rejected: [HTTPRequest] { tooLarge.withLock { $0 } }
+
+        func echo(_ request: HTTPRequest) -> HTTPResponse {
+            handled.withLock { $0.append(request) }
+            let type = request.header("content-type") ?? "application/octet-stream"
+            return HTTPResponse(status: 200, headers: [("X-Echo", "yes"), ("Content-Type", type)], body: request.body)
+        }
+
+        func reject(_ request: HTTPRequest) -> HTTPResponse {
+            tooLarge.withLock { $0.append(request) }
+            return HTTPResponse(status: 413, headers: [("Content-Type", "text/plain")], body: Array("too large".utf8))
+        }
+    }
+
+    static func loopback() -> HTTPServerConfiguration {
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        configuration.connectionTimeoutSeconds = 10
+        return configuration
+    }
+
+    static func startServer(_ recorder: Recorder, configure: (inout HTTPServerConfiguration) -> Void = { _ in })
+        throws -> HTTPServer
+    {
+        var configuration = loopback()
+        configure(&configuration)
+        let server = HTTPServer(
+            configuration: configuration, handler: { recorder.echo($0) }, tooLarge: { recorder.reject($0) })
+        try server.start()
+        return server
+    }
+
+    static func chunk(_ bytes: [UInt8]) -> [UInt8] {
+        Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + Array("\r\n".utf8)
+    }
+
+    static func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
+        while !condition() {
+            guard DispatchTime.now().uptimeNanoseconds < deadline else {
+                throw RawConnectionError("condition not met in time")
+            }
+            usleep(2_000)
+        }
+    }
+
+    /// Work running on a Dispatch thread (never the test's own), whose result is awaited later.
+    final class Background<Value: Sendable>: Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let value = Locked<Result<Value, any Error>?>(nil)
+
+        func result() throws -> Value {
+            guard done.wait(timeout: .now() + 15) == .success else {
+                throw RawConnectionError("background work timed out")
+            }
+            return try value.withLock { $0! }.get()
+        }
+
+        fileprivate func finish(_ result: Result<Value, any Error>) {
+            value.withLock { $0 = result }
+            done.signal()
+        }
+    }
+
+    static func inBackground<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) -> Background<Value> {
+        let background = Background<Value>()
+        DispatchQueue.global().async { background.finish(Result { try work() }) }
+        return background
+    }
+
+    struct RawResponse {
+        var status: Int
+        var headers: [String: String]
+        var body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    struct RawConnectionError: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// A blocking HTTP/1.1 client connection over a POSIX socket, so a test controls every byte
+    /// and every write, and can send several requests on one connection.
+    final class RawConnection {
+        private let descriptor: Int32
+        private var buffer: [UInt8] = []
+
+        init(port: UInt16, ipv6: Bool = false, timeoutSeconds: Int = 10) throws {
+            descriptor = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard descriptor >= 0 else { throw RawConnectionError("socket failed: \(errno)") }
+            var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let status: Int32
+            if ipv6 {
+                var address = sockaddr_in6()
+                address.sin6_family = sa_family_t(AF_INET6)
+                address.sin6_port = port.bigEndian
+                address.sin6_addr = in6addr_loopback
+                status = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                    }
+                }
+            } else {
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = port.bigEndian
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                status = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+            }
+            guard status == 0 else {
+                let error = errno
+                close(descriptor)
+                throw RawConnectionError("connect to port \(port) failed: errno \(error)")
+            }
+        }
+
+        deinit { close(descriptor) }
+
+        func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+        func send(_ bytes: [UInt8]) throws {
+            var sent = 0
+            while sent < bytes.count {
+                let count = bytes[sent...].withUnsafeBytes {
+                    Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
+                guard count > 0 else { throw RawConnectionError("send failed: errno \(errno)") }
+                sent += count
+            }
+        }
+
+        /// Sends `text` and reads one response.
+        func exchange(_ text: String) throws -> RawResponse {
+            try send(text)
+            return try readResponse()
+        }
+
+        /// Reads one response; a `HEAD` response has no body whatever its `Content-Length` says.
+        func readResponse(isHead: Bool = false) throws -> RawResponse {
+            let separator = Array("\r\n\r\n".utf8)
+            var end: Int?
+            while true {
+                end =
+                    buffer.count < 4
+                    ? nil : (0...(buffer.count - 4)).first { buffer[$0..<$0 + 4].elementsEqual(separator) }
+                if end != nil { break }
+                try fill()
+            }
+            let lines = String(decoding: buffer[..<end!], as: UTF8.self).components(separatedBy: "\r\n")
+            let parts = lines[0].split(separator: " ")
+            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
+                throw RawConnectionError("not a status line: \(lines[0])")
+            }
+            var headers: [String: String] = [:]
+            for line in lines.dropFirst() {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
+            }
+            buffer.removeFirst(end! + 4)
+            let length = isHead ? 0 : headers["content-length"].flatMap(Int.init) ?? 0
+            while buffer.count < length { try fill() }
+            let body = Array(buffer.prefix(length))
+            buffer.removeFirst(length)
+            return RawResponse(status: status, headers: headers, body: body)
+        }
+
+        private func fill() throws {
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let count = read(descriptor, &chunk, chunk.count)
+            guard count > 0 else {
+                throw RawConnectionError("connection closed or timed out (\(count), errno \(errno))")
+            }
+            buffer += chunk[..<count]
+        }
+    }
+}
