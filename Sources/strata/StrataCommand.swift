@@ -9,7 +9,7 @@ enum StrataCommand {
 
         commands:
           model [--model PATH ...]   validate a model and print its entities, configurations and hashes
-          serve                      serve the model over HTTP (not available yet in this build)
+          serve [options]            serve the model as a REST API (strata serve --help)
           help                       show this text
 
         Without --model, every command uses the embedded example model (a library catalogue).
@@ -26,9 +26,7 @@ enum StrataCommand {
             print(usage)
             return 0
         case "model": return ModelCommand.run(rest)
-        case "serve":
-            printError("strata serve: the HTTP server is not available yet in this build; `strata model` checks a model")
-            return 2
+        case "serve": return ServeCommand.run(rest)
         default:
             printError("strata: unknown command '\(command)'\n\n\(usage)")
             return 64
@@ -42,9 +40,9 @@ func printError(_ message: String) {
 }
 
 /// Reads `--model PATH` options (repeatable, with `STRATA_MODEL` as a fallback) and loads the model.
-func loadModel(_ paths: [String]) throws(ModelError) -> ObjectModel {
+func loadModel(_ paths: [String], useEnvironment: Bool = true) throws(ModelError) -> ObjectModel {
     var paths = paths
-    if paths.isEmpty, let fromEnvironment = ProcessInfo.processInfo.environment["STRATA_MODEL"], !fromEnvironment.isEmpty {
+    if paths.isEmpty, useEnvironment, let fromEnvironment = ProcessInfo.processInfo.environment["STRATA_MODEL"], !fromEnvironment.isEmpty {
         paths = fromEnvironment.split(separator: ",").map(String.init)
     }
     if paths.isEmpty { return try ObjectModel.example }

@@ -162,3 +162,8 @@ struct ContextStorage {
         assignments.removeAll()
     }
 }
+
+extension ObjectContext {
+    /// How many objects the context holds in memory (registered, inserted or changed).
+    public var registeredObjectCount: Int { storage.withLock { $0.objects.count } }
+}

@@ -51,7 +51,7 @@ extension ObjectModel {
         {"name": "name", "type": "string", "optional": false, "minLength": 1, "maxLength": 50}
       ],
       "relationships": [
-        {"name": "books", "destination": "Book", "toMany": true, "inverse": "tags"}
+        {"name": "books", "destination": "Book", "toMany": true, "inverse": "tags", "deleteRule": "deny"}
       ],
       "uniqueness": [["name"]]
     },

@@ -1,0 +1,180 @@
+import Foundation
+import Strata
+
+/// The query parameters of a list request: filters, `where`, `order`, `limit`, `after`/`offset`
+/// and `count`.
+struct ListQuery {
+    var predicates: [FetchPredicate] = []
+    var order: [SortKey] = []
+    var limit = 50
+    var offset = 0
+    var countExact = false
+
+    static let defaultLimit = 50
+    static let maxLimit = 1000
+    static let reserved: Set<String> = ["where", "order", "limit", "after", "offset", "count"]
+
+    /// Parses `query` for `entity`.
+    /// - Throws: a 400 ``Problem`` naming the parameter.
+    init(_ query: [(name: String, value: String)], entity: String, model: ObjectModel, storeFor: (String) -> String?) throws(Problem) {
+        var seen: Set<String> = []
+        for (name, value) in query {
+            if Self.reserved.contains(name) {
+                guard seen.insert(name).inserted else { throw Problem.badRequest("'\(name)' is given more than once") }
+            }
+            switch name {
+            case "where":
+                do {
+                    predicates.append(try FetchPredicate(format: value))
+                } catch {
+                    throw Problem.badRequest("where: \(error)", errors: [.init(field: "where", code: "invalid", message: "\(error)")])
+                }
+            case "order":
+                for part in value.split(separator: ",", omittingEmptySubsequences: false) {
+                    var pieces = part.split(separator: ".").map(String.init)
+                    var ascending = true
+                    if pieces.count == 2, pieces[1] == "desc" || pieces[1] == "asc" {
+                        ascending = pieces[1] == "asc"
+                        pieces.removeLast()
+                    }
+                    guard pieces.count == 1, model.attribute(pieces[0], of: entity) != nil else {
+                        throw Problem.badRequest(
+                            "order: '\(part)' is not an attribute of \(entity) (optionally followed by .asc or .desc)",
+                            errors: [.init(field: "order", code: "invalid", message: "unknown sort key '\(part)'")])
+                    }
+                    order.append(SortKey(pieces[0], ascending: ascending))
+                }
+            case "limit":
+                guard let number = Int(value), (1...Self.maxLimit).contains(number) else {
+                    throw Problem.badRequest("limit must be an integer from 1 to \(Self.maxLimit), not '\(value)'", errors: [.init(field: "limit", code: "invalid", message: "bad limit")])
+                }
+                limit = number
+            case "offset":
+                guard let number = Int(value), number >= 0 else {
+                    throw Problem.badRequest("offset must be a non-negative integer, not '\(value)'", errors: [.init(field: "offset", code: "invalid", message: "bad offset")])
+                }
+                offset = number
+            case "after":
+                guard let position = Self.decodeCursor(value) else {
+                    throw Problem.badRequest("after: '\(value)' is not a cursor this server issued", errors: [.init(field: "after", code: "invalid", message: "bad cursor")])
+                }
+                offset = position
+            case "count":
+                guard value == "exact" else { throw Problem.badRequest("count takes only 'exact'") }
+                countExact = true
+            default:
+                predicates.append(try Self.filter(name, value, entity: entity, model: model, storeFor: storeFor))
+            }
+        }
+        if seen.contains("after") && seen.contains("offset") { throw Problem.badRequest("use either 'after' or 'offset', not both") }
+    }
+
+    /// The fetch request for these parameters.
+    func request(_ entity: String) -> FetchRequest {
+        FetchRequest(
+            entityName: entity, predicate: predicates.isEmpty ? nil : (predicates.count == 1 ? predicates[0] : .and(predicates)),
+            sortDescriptors: order, fetchLimit: limit, fetchOffset: offset)
+    }
+
+    /// A cursor for the page starting at `offset`.
+    static func cursor(_ offset: Int) -> String {
+        Data("o\(offset)".utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func decodeCursor(_ text: String) -> Int? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64), let decoded = String(data: data, encoding: .utf8), decoded.hasPrefix("o"),
+            let offset = Int(decoded.dropFirst()), offset >= 0
+        else { return nil }
+        return offset
+    }
+
+    /// A filter `attr=[not.]op.value`.
+    static func filter(_ name: String, _ raw: String, entity: String, model: ObjectModel, storeFor: (String) -> String?) throws(Problem) -> FetchPredicate {
+        func bad(_ message: String) -> Problem {
+            Problem.badRequest("\(name): \(message)", errors: [.init(field: name, code: "invalid", message: message)])
+        }
+        let attribute = model.attribute(name, of: entity)
+        let relationship = model.relationship(name, of: entity).flatMap { $0.isToMany ? nil : $0 }
+        guard attribute != nil || relationship != nil else {
+            throw Problem.badRequest(
+                "unknown query parameter '\(name)': not a filterable attribute or to-one relationship of \(entity)",
+                errors: [.init(field: name, code: "unknown", message: "unknown filter")])
+        }
+        var text = Substring(raw)
+        var negate = false
+        if text.hasPrefix("not.") {
+            negate = true
+            text = text.dropFirst(4)
+        }
+        guard let dot = text.firstIndex(of: ".") else { throw bad("expected op.value, e.g. eq.42") }
+        let op = String(text[..<dot])
+        let operand = String(text[text.index(after: dot)...])
+        func value(_ literal: String) throws(Problem) -> PredicateTerm {
+            if let relationship {
+                if literal == "null" { return .object(nil) }
+                guard let pk = Int64(literal), let store = storeFor(relationship.destination) else {
+                    throw bad("'\(literal)' is not a \(relationship.destination) id")
+                }
+                return .object(ObjectID(store: store, entity: relationship.destination, primaryKey: pk))
+            }
+            guard let converted = convert(literal, attribute!.type) else {
+                throw bad("'\(literal)' is not \(ObjectCodec.describe(attribute!.type))")
+            }
+            return .constant(converted)
+        }
+        let path = PredicateTerm.keyPath(name)
+        let predicate: FetchPredicate
+        switch op {
+        case "eq": predicate = .comparison(Comparison(path, .equal, try value(operand)))
+        case "neq": predicate = .comparison(Comparison(path, .notEqual, try value(operand)))
+        case "gt": predicate = .comparison(Comparison(path, .greater, try value(operand)))
+        case "gte": predicate = .comparison(Comparison(path, .greaterOrEqual, try value(operand)))
+        case "lt": predicate = .comparison(Comparison(path, .less, try value(operand)))
+        case "lte": predicate = .comparison(Comparison(path, .lessOrEqual, try value(operand)))
+        case "like", "ilike":
+            guard attribute?.type == .string || attribute?.type == .uri else { throw bad("\(op) applies to text attributes") }
+            predicate = .comparison(Comparison(path, .like, .constant(.string(operand)), options: op == "ilike" ? .caseInsensitive : []))
+        case "in":
+            guard operand.hasPrefix("("), operand.hasSuffix(")") else { throw bad("in takes a list: in.(a,b)") }
+            let inner = operand.dropFirst().dropLast()
+            var items: [PredicateTerm] = []
+            if !inner.isEmpty {
+                for item in inner.split(separator: ",", omittingEmptySubsequences: false) { items.append(try value(String(item))) }
+            }
+            predicate = .comparison(Comparison(path, .in, .list(items)))
+        case "is":
+            switch operand {
+            case "null": predicate = .comparison(Comparison(path, .equal, relationship != nil ? .object(nil) : .constant(.null)))
+            case "true", "false":
+                guard attribute?.type == .boolean else { throw bad("is.\(operand) applies to boolean attributes") }
+                predicate = .comparison(Comparison(path, .equal, .constant(.boolean(operand == "true"))))
+            default: throw bad("is takes null, true or false")
+            }
+        default:
+            throw bad("unknown operator '\(op)' (use eq, neq, gt, gte, lt, lte, like, ilike, in, is, with an optional not. before)")
+        }
+        return negate ? .not(predicate) : predicate
+    }
+
+    /// Converts query text to a value of `type`.
+    static func convert(_ text: String, _ type: AttributeType) -> AttributeValue? {
+        if text == "null" { return .null }
+        switch type {
+        case .string: return .string(text)
+        case .integer16, .integer32, .integer64:
+            guard let value = Int64(text), type.integerRange!.contains(value) else { return nil }
+            return .integer(value)
+        case .double, .float: return Double(text).flatMap { $0.isFinite ? .double($0) : nil }
+        case .decimal: return AttributeValue.parseDecimal(text).map { .decimal($0) }
+        case .boolean: return text == "true" ? .boolean(true) : (text == "false" ? .boolean(false) : nil)
+        case .date: return AttributeValue.parseDate(text).map { .date($0) }
+        case .uuid: return UUID(uuidString: text).map { .uuid($0) }
+        case .uri: return AttributeValue.isURI(text) ? .uri(text) : nil
+        case .binary: return Data(base64Encoded: text).map { .binary($0) }
+        case .json: return (try? JSONValue.parse(text)).map { .json($0) }
+        }
+    }
+}

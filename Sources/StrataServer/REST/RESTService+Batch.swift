@@ -1,0 +1,100 @@
+import Strata
+
+extension RESTService {
+    /// The most operations one batch may hold.
+    static let maxBatchOperations = 100
+
+    /// `POST /_batch`: several writes (and reads) in one child context, saved all or nothing.
+    /// A later operation may refer to an object created earlier as `{"$ref": index}`.
+    func batch(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        let document = try body(request)
+        guard let members = document.objectValue, let operations = members["operations"]?.arrayValue else {
+            throw Problem.badRequest("the body must be {\"operations\": [{\"method\", \"path\", \"headers\", \"body\"}, …]}")
+        }
+        if let unknown = members.keys.first(where: { $0 != "operations" }) {
+            throw Problem.badRequest("unknown member '\(unknown)' in the batch")
+        }
+        guard !operations.isEmpty, operations.count <= Self.maxBatchOperations else {
+            throw Problem.badRequest("a batch holds 1 to \(Self.maxBatchOperations) operations, not \(operations.count)")
+        }
+        return try writeLock.withLock { (_: inout Int) throws(Problem) -> HTTPResponse in
+            let child = root.newChildContext()
+            var refs: [ObjectID?] = []
+            var outcomes: [(WriteOutcome?, HTTPRequest, HTTPResponse?)] = []
+            for (index, operation) in operations.enumerated() {
+                do throws(Problem) {
+                    let (outcome, sub, immediate) = try perform(operation, child, refs: refs)
+                    if case .object(let id, _, true)? = outcome { refs.append(id) } else { refs.append(nil) }
+                    outcomes.append((outcome, sub, immediate))
+                } catch {
+                    var problem = error
+                    problem.extra["operation"] = .integer(Int64(index))
+                    problem.detail = "operation \(index): \(problem.detail)"
+                    throw problem
+                }
+            }
+            do throws(Problem) {
+                try commit(child)
+            } catch {
+                var problem = error
+                problem.detail = "the batch was not saved: \(problem.detail)"
+                throw problem
+            }
+            var results: [JSONValue] = []
+            for (outcome, sub, immediate) in outcomes {
+                let response: HTTPResponse
+                if let immediate { response = immediate } else { response = try render(outcome!, sub) }
+                var headers: [String: JSONValue] = [:]
+                for (name, value) in response.headers where name != "Content-Type" { headers[name] = .string(value) }
+                let body = response.body.isEmpty ? JSONValue.null : ((try? JSONValue.parse(response.body)) ?? .null)
+                results.append(.object(["status": .integer(Int64(response.status)), "headers": .object(headers), "body": body]))
+            }
+            return json(200, .object(["results": .array(results)]))
+        }
+    }
+
+    /// Runs one batch operation in `child`.
+    private func perform(_ operation: JSONValue, _ child: ObjectContext, refs: [ObjectID?]) throws(Problem)
+        -> (WriteOutcome?, HTTPRequest, HTTPResponse?)
+    {
+        guard let members = operation.objectValue, let method = members["method"]?.stringValue?.uppercased(),
+            let path = members["path"]?.stringValue
+        else {
+            throw Problem.badRequest("each operation needs a \"method\" and a \"path\"")
+        }
+        if let unknown = members.keys.first(where: { !["method", "path", "headers", "body"].contains($0) }) {
+            throw Problem.badRequest("unknown member '\(unknown)' in an operation")
+        }
+        var headers: [String: String] = [:]
+        if let given = members["headers"] {
+            guard let object = given.objectValue, object.values.allSatisfy({ $0.stringValue != nil }) else {
+                throw Problem.badRequest("\"headers\" must be an object of strings")
+            }
+            for (name, value) in object { headers[name.lowercased()] = value.stringValue! }
+        }
+        var body: [UInt8] = []
+        if let given = members["body"] {
+            body = Array(given.jsonText.utf8)
+            headers["content-type"] = "application/json"
+        }
+        let pathOnly = String(path.split(separator: "?", maxSplits: 1).first ?? "")
+        if path.contains("?") { throw Problem.badRequest("batch paths take no query string") }
+        let sub = HTTPRequest(method: method, path: pathOnly, headers: headers, body: body)
+        let route = Route(path: pathOnly, resources: resources)
+        switch (method, route) {
+        case ("POST", .collection(let entity)):
+            let outcome = try create(entity, sub, child, refs: refs)
+            if case .objects = outcome { throw Problem.badRequest("a batch creates one object per operation") }
+            return (outcome, sub, nil)
+        case ("PATCH", .item(let entity, let id)), ("PUT", .item(let entity, let id)), ("DELETE", .item(let entity, let id)):
+            return (try change(entity, id, sub, child, refs: refs), sub, nil)
+        case ("GET", .item(let entity, let id)):
+            let objectID = try objectID(entity, id, in: child)
+            return (.object(objectID, status: 200, location: false), sub, nil)
+        case (_, .unknown): throw Problem.notFound("no resource at \(pathOnly)")
+        case (_, .batch): throw Problem.badRequest("a batch cannot contain a batch")
+        default:
+            throw Problem.methodNotAllowed(method, allowed: route.allowed)
+        }
+    }
+}

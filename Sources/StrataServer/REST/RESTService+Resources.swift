@@ -1,0 +1,280 @@
+import Foundation
+import Strata
+
+extension RESTService {
+    // MARK: - Reading
+
+    func list(_ entity: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        let query = try ListQuery(request.query, entity: entity, model: model, storeFor: { storeByEntity[$0] })
+        let context = root.newChildContext()
+        var fetch = query.request(entity)
+        // One more than the page tells whether there is a next page.
+        fetch.fetchLimit = query.limit + 1
+        var members: [String: JSONValue] = [:]
+        do {
+            let objects = try context.fetch(fetch)
+            let more = objects.count > query.limit
+            members["items"] = .array(try objects.prefix(query.limit).map { object throws(ContextError) in try codec.render(object) })
+            members["total"] = query.countExact ? .integer(Int64(try context.count(fetch))) : .null
+            members["next"] = more ? .string(nextLink(request, offset: query.offset + query.limit)) : .null
+        } catch {
+            throw Problem(error)
+        }
+        return json(200, .object(members))
+    }
+
+    /// The link to the page starting at `offset`, keeping the other parameters.
+    func nextLink(_ request: HTTPRequest, offset: Int) -> String {
+        var parts = request.query.filter { $0.name != "after" && $0.name != "offset" }.map { "\(Self.escape($0.name))=\(Self.escape($0.value))" }
+        parts.append("after=\(ListQuery.cursor(offset))")
+        return request.path + "?" + parts.joined(separator: "&")
+    }
+
+    static func escape(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~(),")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+
+    func read(_ entity: String, _ id: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        if !request.query.isEmpty { throw Problem.badRequest("a single object takes no query parameters") }
+        let context = root.newChildContext()
+        let objectID = try objectID(entity, id, in: context)
+        do {
+            let object = try context.object(with: objectID)
+            let etag = ObjectCodec.etag(object.version)
+            if let header = request.header("if-none-match") {
+                let tags = try Self.entityTags(header)
+                if tags == nil || tags!.contains(object.version) {
+                    return HTTPResponse(status: 304, headers: [("ETag", etag)])
+                }
+            }
+            return json(200, try codec.render(object), headers: [("ETag", etag)])
+        } catch let error as ContextError {
+            throw Problem(error)
+        } catch let problem as Problem {
+            throw problem
+        } catch {
+            throw Problem(500, "Internal Server Error", "\(error)")
+        }
+    }
+
+    func property(_ entity: String, _ id: String, _ name: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        let context = root.newChildContext()
+        let objectID = try objectID(entity, id, in: context)
+        if let relationship = model.relationship(name, of: objectID.entityName) {
+            do {
+                let object = try context.object(with: objectID)
+                if !relationship.isToMany {
+                    if !request.query.isEmpty { throw Problem.badRequest("a to-one relationship takes no query parameters") }
+                    guard let target = try object.object(forKey: name) else {
+                        throw Problem.notFound("\(entity) \(id) has no \(name)")
+                    }
+                    return json(200, try codec.render(target), headers: [("ETag", ObjectCodec.etag(target.version))])
+                }
+                return try page(try object.objects(forKey: name), request)
+            } catch let error as ContextError {
+                throw Problem(error)
+            } catch let problem as Problem {
+                throw problem
+            } catch {
+                throw Problem(500, "Internal Server Error", "\(error)")
+            }
+        }
+        if model.fetchedProperties(of: objectID.entityName).contains(where: { $0.name == name }) {
+            do {
+                let object = try context.object(with: objectID)
+                return try page(try context.fetch(fetchedProperty: name, of: object), request)
+            } catch let error as ContextError {
+                throw Problem(error)
+            } catch let problem as Problem {
+                throw problem
+            } catch {
+                throw Problem(500, "Internal Server Error", "\(error)")
+            }
+        }
+        throw Problem.notFound("\(entity) has no relationship or fetched property '\(name)'")
+    }
+
+    /// A list envelope over already-fetched objects, windowed by `limit` and `after`/`offset`.
+    func page(_ objects: [ManagedObject], _ request: HTTPRequest) throws -> HTTPResponse {
+        var limit = ListQuery.defaultLimit
+        var offset = 0
+        var countExact = false
+        for (name, value) in request.query {
+            switch name {
+            case "limit":
+                guard let number = Int(value), (1...ListQuery.maxLimit).contains(number) else {
+                    throw Problem.badRequest("limit must be an integer from 1 to \(ListQuery.maxLimit), not '\(value)'")
+                }
+                limit = number
+            case "offset":
+                guard let number = Int(value), number >= 0 else { throw Problem.badRequest("offset must be a non-negative integer") }
+                offset = number
+            case "after":
+                guard let position = ListQuery.decodeCursor(value) else { throw Problem.badRequest("after: '\(value)' is not a cursor this server issued") }
+                offset = position
+            case "count":
+                guard value == "exact" else { throw Problem.badRequest("count takes only 'exact'") }
+                countExact = true
+            default: throw Problem.badRequest("unknown query parameter '\(name)' for a related list (use limit, after, offset, count)")
+            }
+        }
+        let window = objects.dropFirst(offset).prefix(limit)
+        let items = try window.map { try codec.render($0) }
+        return json(200, .object([
+            "items": .array(items), "total": countExact ? .integer(Int64(objects.count)) : .null,
+            "next": offset + limit < objects.count ? .string(nextLink(request, offset: offset + limit)) : .null,
+        ]))
+    }
+
+    // MARK: - Writing
+
+    /// Resolves a related id in a body: an integer id, or `{"$ref": n}` in a batch.
+    func resolver(_ context: ObjectContext, refs: [ObjectID?]) -> (String, JSONValue) throws(Problem) -> ManagedObject {
+        { (entity: String, value: JSONValue) throws(Problem) -> ManagedObject in
+            var id: ObjectID
+            switch value {
+            case .integer(let pk): id = try self.objectID(entity, String(pk), in: context)
+            case .object(let members) where members.count == 1:
+                guard case .integer(let index)? = members["$ref"], refs.indices.contains(Int(index)), let ref = refs[Int(index)] else {
+                    throw Problem.badRequest("a {\"$ref\": n} must name an earlier operation that created an object")
+                }
+                id = ref
+            default: throw Problem.badRequest("\(value.jsonText) is not a \(entity) id")
+            }
+            do {
+                return try context.object(with: id)
+            } catch {
+                throw Problem.notFound("\(entity) \(value.jsonText) does not exist")
+            }
+        }
+    }
+
+    func create(_ entity: String, _ request: HTTPRequest, _ child: ObjectContext, refs: [ObjectID?] = []) throws(Problem) -> WriteOutcome {
+        if !request.query.isEmpty { throw Problem.badRequest("creating takes no query parameters") }
+        let document = try body(request)
+        let many: Bool
+        let items: [JSONValue]
+        switch document {
+        case .object: (many, items) = (false, [document])
+        case .array(let array):
+            guard !array.isEmpty else { throw Problem.badRequest("the array is empty: send at least one object") }
+            (many, items) = (true, array)
+        default: throw Problem.badRequest("the body must be a JSON object, or an array of objects, not \(document.typeName)")
+        }
+        if model.entity(named: entity)?.isAbstract == true {
+            throw Problem.validation("\(entity) is abstract: create one of its subentities", [])
+        }
+        var created: [ObjectID] = []
+        for (index, item) in items.enumerated() {
+            guard let members = item.objectValue else { throw Problem.badRequest("item \(index) is \(item.typeName), not an object") }
+            let object: ManagedObject
+            do {
+                object = try child.insert(entity)
+            } catch {
+                throw Problem(error)
+            }
+            do throws(Problem) {
+                try codec.apply(members, to: object, replace: false, pathID: nil, resolve: resolver(child, refs: refs))
+            } catch {
+                var problem = error
+                if many { problem.extra["index"] = .integer(Int64(index)) }
+                throw problem
+            }
+            created.append(object.objectID)
+        }
+        return many ? .objects(created, status: 201) : .object(created[0], status: 201, location: true)
+    }
+
+    func change(_ entity: String, _ id: String, _ request: HTTPRequest, _ child: ObjectContext, refs: [ObjectID?] = []) throws(Problem) -> WriteOutcome {
+        if !request.query.isEmpty { throw Problem.badRequest("this request takes no query parameters") }
+        let objectID = try objectID(entity, id, in: child)
+        let object: ManagedObject
+        do {
+            object = try child.object(with: objectID)
+        } catch {
+            throw Problem(error)
+        }
+        if let header = request.header("if-match") {
+            if let tags = try Self.entityTags(header), !tags.contains(object.version) {
+                throw Problem(
+                    412, "Precondition Failed",
+                    "\(entity) \(id) is at version \(object.version), not \(tags.sorted().map(String.init).joined(separator: " or ")); read it again and retry",
+                    extra: ["currentVersion": .integer(object.version)])
+            }
+        }
+        switch request.method {
+        case "DELETE":
+            do {
+                try child.delete(object)
+            } catch {
+                throw Problem(error)
+            }
+            return .empty(status: 204)
+        case "PATCH", "PUT":
+            let document = try body(request)
+            guard let members = document.objectValue else {
+                throw Problem.badRequest("the body must be a JSON object, not \(document.typeName)")
+            }
+            try codec.apply(members, to: object, replace: request.method == "PUT", pathID: objectID.primaryKey, resolve: resolver(child, refs: refs))
+            return .object(objectID, status: 200, location: false)
+        default:
+            throw Problem.methodNotAllowed(request.method, allowed: Route.item(entity: entity, id: id).allowed)
+        }
+    }
+
+    /// Renders a write's outcome from the root context, where saved objects have permanent IDs
+    /// and their new versions.
+    func render(_ outcome: WriteOutcome, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        let minimal = (request.header("prefer") ?? "").lowercased().contains("return=minimal")
+        do {
+            switch outcome {
+            case .empty(let status): return HTTPResponse(status: status)
+            case .object(let id, let status, let location):
+                let object = try root.object(with: id)
+                var headers: [(name: String, value: String)] = [("ETag", ObjectCodec.etag(object.version))]
+                if location, let pk = object.objectID.primaryKey {
+                    headers.append(("Location", "/\(model.resourcePath(of: object.entityName))/\(pk)"))
+                }
+                if minimal { return HTTPResponse(status: status, headers: headers + [("Preference-Applied", "return=minimal")]) }
+                return json(status, try codec.render(object), headers: headers)
+            case .objects(let ids, let status):
+                if minimal { return HTTPResponse(status: status, headers: [("Preference-Applied", "return=minimal")]) }
+                var items: [JSONValue] = []
+                for id in ids { items.append(try codec.render(try root.object(with: id))) }
+                return json(status, .array(items))
+            }
+        } catch {
+            throw Problem(error)
+        }
+    }
+
+    // MARK: - System
+
+    func indexDocument() -> JSONValue {
+        let stores = coordinator.stores
+        var entities: [JSONValue] = []
+        for entity in model.entities {
+            let store = stores.first { $0.identifier == storeByEntity[entity.name] }
+            entities.append(.object([
+                "name": .string(entity.name), "path": .string("/\(model.resourcePath(of: entity.name))"),
+                "abstract": .bool(entity.isAbstract),
+                "configuration": .string(store?.configuration ?? ObjectModel.defaultConfiguration),
+                "store": store.map { .string($0.identifier) } ?? .null,
+            ]))
+        }
+        let storeList: [JSONValue] = stores.map { store in
+            .object([
+                "id": .string(store.identifier), "type": .string(store.type.rawValue),
+                "configuration": .string(store.configuration ?? ObjectModel.defaultConfiguration),
+                "url": store.url.map { .string($0.path) } ?? .null,
+                "entities": .array(store.entityNames.sorted().map { .string($0) }),
+            ])
+        }
+        return .object([
+            "model": .object(["name": .string(model.name), "version": model.version.map { .string($0) } ?? .null, "hash": .string(model.versionHash)]),
+            "entities": .array(entities), "stores": .array(storeList),
+        ])
+    }
+}

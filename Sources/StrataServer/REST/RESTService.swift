@@ -1,0 +1,201 @@
+import Foundation
+import Strata
+
+/// The REST API over one model's stack: every entity becomes a resource; every request runs in its
+/// own child context of one root context, whose save routes each object to its configuration's
+/// store before the response is sent.
+public final class RESTService: Sendable {
+    /// The model.
+    public let model: ObjectModel
+    /// The coordinator holding the stores.
+    public let coordinator: StoreCoordinator
+    /// The root context every request's child context saves into.
+    public let root: ObjectContext
+    /// Request and save counters, for `/metrics`.
+    public let metrics: Metrics
+    let codec: ObjectCodec
+    let resources: [String: String]
+    let storeByEntity: [String: String]
+    /// Writes are applied one request at a time, so a failed root save can be rolled back without
+    /// touching another request's changes.
+    let writeLock = Locked(0)
+    /// The OpenAPI document, if one is served.
+    let openAPI: (@Sendable () -> (json: String, yaml: String))?
+
+    /// Creates the service.
+    /// - Throws: ``Problem`` (status 500) when an entity is held by no store or by several.
+    public init(
+        coordinator: StoreCoordinator, metrics: Metrics = Metrics(),
+        openAPI: (@Sendable () -> (json: String, yaml: String))? = nil
+    ) throws(Problem) {
+        model = coordinator.model
+        self.coordinator = coordinator
+        // Writes from requests carry no If-Match unless the client sends one: per property, the
+        // request's changes win over concurrent ones (If-Match is checked before saving).
+        root = ObjectContext(coordinator: coordinator, mergePolicy: .objectTrump)
+        self.metrics = metrics
+        self.openAPI = openAPI
+        codec = ObjectCodec(model: coordinator.model)
+        var resources: [String: String] = [:]
+        var stores: [String: String] = [:]
+        for entity in coordinator.model.entityNames {
+            resources[coordinator.model.resourcePath(of: entity)] = entity
+            let holders = coordinator.stores(for: entity)
+            guard holders.count == 1 else {
+                throw Problem(
+                    500, "Internal Server Error",
+                    holders.isEmpty
+                        ? "no store holds entity \(entity): add a store for one of its configurations"
+                        : "entity \(entity) is held by \(holders.count) stores; the REST server needs exactly one")
+            }
+            stores[entity] = holders[0].identifier
+        }
+        self.resources = resources
+        storeByEntity = stores
+        root.observeSaves { changes in metrics.recordSave(stores: Array(changes.byStore.keys)) }
+    }
+
+    /// Answers one request. Never throws and never answers 5xx for a client's mistake.
+    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        let started = DispatchTime.now().uptimeNanoseconds
+        let route = Route(path: request.path, resources: resources)
+        var response: HTTPResponse
+        do {
+            response = try dispatch(request, route)
+        } catch {
+            response = error.response
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        metrics.record(route: route.template(model), method: request.method, status: response.status, seconds: seconds)
+        return response
+    }
+
+    private func dispatch(_ request: HTTPRequest, _ route: Route) throws(Problem) -> HTTPResponse {
+        let method = request.method == "HEAD" ? "GET" : request.method
+        if route == .unknown { throw Problem.notFound("no resource at \(request.path)") }
+        if method == "OPTIONS" {
+            return HTTPResponse(status: 204, headers: [("Allow", route.allowed.joined(separator: ", "))])
+        }
+        guard route.allowed.contains(request.method) || (request.method == "HEAD" && route.allowed.contains("GET")) else {
+            throw Problem.methodNotAllowed(request.method, allowed: route.allowed)
+        }
+        switch route {
+        case .index: return json(200, indexDocument())
+        case .live: return json(200, .object(["status": .string("live")]))
+        case .ready: return json(200, .object(["status": .string("ready")]))
+        case .metrics:
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
+                body: Array(metrics.render(stores: coordinator.stores).utf8))
+        case .openAPIJSON, .openAPIYAML:
+            guard let openAPI else { throw Problem.notFound("this server has no OpenAPI document") }
+            let document = openAPI()
+            return route == .openAPIJSON
+                ? HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(document.json.utf8))
+                : HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: Array(document.yaml.utf8))
+        case .batch: return try batch(request)
+        case .collection(let entity):
+            if method == "GET" { return try list(entity, request) }
+            return try write(request) { (child: ObjectContext) throws(Problem) in try create(entity, request, child) }
+        case .item(let entity, let id):
+            if method == "GET" { return try read(entity, id, request) }
+            return try write(request) { (child: ObjectContext) throws(Problem) in try change(entity, id, request, child) }
+        case .property(let entity, let id, let name): return try property(entity, id, name, request)
+        case .unknown: throw Problem.notFound("no resource at \(request.path)")
+        }
+    }
+
+    // MARK: - Shared pieces
+
+    func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(value.jsonText.utf8))
+    }
+
+    /// The ID of object `id` of `entity` (the concrete subentity when the row is one).
+    func objectID(_ entity: String, _ id: String, in context: ObjectContext) throws(Problem) -> ObjectID {
+        guard let pk = Int64(id), pk > 0, let store = storeByEntity[entity] else {
+            throw Problem.notFound("'\(id)' is not an id of \(entity): ids are positive integers")
+        }
+        let guess = ObjectID(store: store, entity: entity, primaryKey: pk)
+        let row: StoreRow?
+        do {
+            row = try coordinator.row(for: guess)
+        } catch {
+            throw Problem(error)
+        }
+        if let row, model.entity(row.id.entityName, isKindOf: entity) { return row.id }
+        // Objects inserted earlier in the same batch live only in the context.
+        if (try? context.object(with: guess)) != nil { return guess }
+        throw Problem.notFound("\(entity) \(id) does not exist")
+    }
+
+    /// The parsed JSON body of a write request.
+    func body(_ request: HTTPRequest) throws(Problem) -> JSONValue {
+        let type = (request.header("content-type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        guard type == "application/json" || type.hasSuffix("+json") else {
+            throw Problem(
+                415, "Unsupported Media Type",
+                type.isEmpty ? "send the body as application/json (no Content-Type was given)" : "send the body as application/json, not \(type)")
+        }
+        do {
+            return try JSONValue.parse(request.body, maxDepth: 32)
+        } catch {
+            throw Problem.badRequest("the body is not valid JSON: \(error)")
+        }
+    }
+
+    /// Entity tags of an `If-Match` / `If-None-Match` header: nil for `*`.
+    static func entityTags(_ header: String) throws(Problem) -> Set<Int64>? {
+        let trimmed = header.trimmingCharacters(in: .whitespaces)
+        if trimmed == "*" { return nil }
+        var versions: Set<Int64> = []
+        for part in trimmed.split(separator: ",") {
+            var tag = part.trimmingCharacters(in: .whitespaces)
+            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            guard tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\""), let version = Int64(tag.dropFirst().dropLast()) else {
+                throw Problem.badRequest("'\(header)' is not a list of entity tags such as \"3\"")
+            }
+            versions.insert(version)
+        }
+        if versions.isEmpty { throw Problem.badRequest("the entity-tag header is empty") }
+        return versions
+    }
+
+    /// Runs a write in a new child context: saves it into the root and the root into the stores,
+    /// all or nothing, then renders the outcome.
+    func write(_ request: HTTPRequest, _ body: (ObjectContext) throws(Problem) -> WriteOutcome) throws(Problem) -> HTTPResponse {
+        try writeLock.withLock { (_: inout Int) throws(Problem) -> HTTPResponse in
+            let child = root.newChildContext()
+            let outcome = try body(child)
+            try commit(child)
+            return try render(outcome, request)
+        }
+    }
+
+    /// Saves a child into the root and the root into the stores; on failure nothing is kept.
+    func commit(_ child: ObjectContext) throws(Problem) {
+        do {
+            try child.save()
+        } catch {
+            throw Problem(error)
+        }
+        do {
+            try root.save()
+        } catch {
+            root.rollback()
+            throw Problem(error)
+        }
+        // Keep the root's cache from growing with every object ever read.
+        if root.registeredObjectCount > 10_000 { root.reset() }
+    }
+}
+
+/// What a write produced, rendered after the save when permanent IDs are known.
+enum WriteOutcome {
+    /// One object: its ID, the status, whether to send `Location`.
+    case object(ObjectID, status: Int, location: Bool)
+    /// Several created objects.
+    case objects([ObjectID], status: Int)
+    /// No body.
+    case empty(status: Int)
+}

@@ -1,0 +1,73 @@
+import Strata
+
+/// Where a request path points.
+enum Route: Equatable {
+    case index
+    case live
+    case ready
+    case metrics
+    case openAPIJSON
+    case openAPIYAML
+    case batch
+    /// `/books`
+    case collection(entity: String)
+    /// `/books/42` (id as given; checked later)
+    case item(entity: String, id: String)
+    /// `/books/42/author`
+    case property(entity: String, id: String, name: String)
+    case unknown
+
+    /// Parses a decoded path against the model's resource paths.
+    init(path: String, resources: [String: String]) {
+        var trimmed = Substring(path)
+        if trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        let parts = trimmed.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        switch parts {
+        case [""], []: self = .index
+        case ["live"]: self = .live
+        case ["ready"]: self = .ready
+        case ["metrics"]: self = .metrics
+        case ["openapi.json"]: self = .openAPIJSON
+        case ["openapi.yaml"]: self = .openAPIYAML
+        case ["_batch"]: self = .batch
+        default:
+            guard let entity = resources[parts[0]] else {
+                self = .unknown
+                return
+            }
+            switch parts.count {
+            case 1: self = .collection(entity: entity)
+            case 2: self = .item(entity: entity, id: parts[1])
+            case 3: self = .property(entity: entity, id: parts[1], name: parts[2])
+            default: self = .unknown
+            }
+        }
+    }
+
+    /// The route template for metrics (`/books/{id}`).
+    func template(_ model: ObjectModel) -> String {
+        switch self {
+        case .index: "/"
+        case .live: "/live"
+        case .ready: "/ready"
+        case .metrics: "/metrics"
+        case .openAPIJSON: "/openapi.json"
+        case .openAPIYAML: "/openapi.yaml"
+        case .batch: "/_batch"
+        case .collection(let entity): "/\(model.resourcePath(of: entity))"
+        case .item(let entity, _): "/\(model.resourcePath(of: entity))/{id}"
+        case .property(let entity, _, let name): "/\(model.resourcePath(of: entity))/{id}/\(name)"
+        case .unknown: "unknown"
+        }
+    }
+
+    /// The methods the route accepts.
+    var allowed: [String] {
+        switch self {
+        case .collection: ["GET", "HEAD", "POST"]
+        case .item: ["GET", "HEAD", "PATCH", "PUT", "DELETE"]
+        case .batch: ["POST"]
+        default: ["GET", "HEAD"]
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Strata
+
+/// Where one configuration's store lives.
+public struct StoreSpec: Sendable, Hashable {
+    /// SQLite or memory.
+    public var type: StoreType
+    /// The SQLite file (relative paths are relative to the working directory).
+    public var path: String?
+
+    /// Parses `sqlite:PATH` or `memory:`.
+    public init?(_ text: String) {
+        if text == "memory:" || text == "memory" {
+            type = .inMemory
+            path = nil
+        } else if text.hasPrefix("sqlite:"), text.count > "sqlite:".count {
+            type = .sqlite
+            path = String(text.dropFirst("sqlite:".count))
+        } else {
+            return nil
+        }
+    }
+
+    /// A spec for an SQLite file.
+    public init(sqlite path: String) {
+        type = .sqlite
+        self.path = path
+    }
+}
+
+/// Everything `strata serve` can be told.
+public struct ServerOptions: Sendable {
+    /// The address to listen on.
+    public var host = "127.0.0.1"
+    /// The port (0: any free port).
+    public var port: UInt16 = 8080
+    /// Where default SQLite stores go.
+    public var dataDirectory = "data"
+    /// Model files; empty: the embedded example model.
+    public var models: [String] = []
+    /// Store per configuration name (`Default`: one store for every entity).
+    public var stores: [String: StoreSpec] = [:]
+    /// Request bodies larger than this are refused with 413.
+    public var maxBodyBytes = 1 << 20
+    /// Simultaneous connections.
+    public var maxConnections = 1024
+    /// `text` or `json` access-log lines.
+    public var logFormat = "text"
+    /// SQLite durability.
+    public var durability = StoreOptions.Durability.full
+
+    /// Default options.
+    public init() {}
+
+    /// The store of every configuration: SQLite files `<data-dir>/<configuration>.sqlite` unless
+    /// `stores` says otherwise; `Default` replaces them all with one store.
+    public func storeDescriptions(for model: ObjectModel) -> [StoreDescription] {
+        let options = StoreOptions(durability: durability)
+        func description(_ configuration: String?, _ spec: StoreSpec) -> StoreDescription {
+            StoreDescription(
+                type: spec.type, configuration: configuration, url: spec.path.map { URL(fileURLWithPath: $0) }, options: options)
+        }
+        if let all = stores[ObjectModel.defaultConfiguration] { return [description(nil, all)] }
+        let names = model.configurations.map(\.name)
+        if names.isEmpty {
+            return [description(nil, StoreSpec(sqlite: "\(dataDirectory)/default.sqlite"))]
+        }
+        return names.map { name in
+            description(name, stores[name] ?? StoreSpec(sqlite: "\(dataDirectory)/\(name.lowercased()).sqlite"))
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Strata
+
+/// A running `strata serve`: the HTTP server, the stores and the REST service.
+///
+/// ``start()`` listens first and answers `/live` at once; `/ready` and the entity routes answer
+/// 503 until every store is loaded.
+public final class StrataServerInstance: Sendable {
+    /// The model served.
+    public let model: ObjectModel
+    /// The options it runs with.
+    public let options: ServerOptions
+    private let http: HTTPServer
+    private let service = Locked<RESTService?>(nil)
+    private let coordinator: Locked<StoreCoordinator?> = Locked(nil)
+    private let metrics = Metrics()
+    private let log: @Sendable (String) -> Void
+
+    /// Prepares a server for `model`.
+    /// - Parameter log: receives one access-log line per request (stderr by default).
+    public init(model: ObjectModel, options: ServerOptions, log: (@Sendable (String) -> Void)? = nil) {
+        self.model = model
+        self.options = options
+        self.log = log ?? { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        var configuration = HTTPServerConfiguration()
+        configuration.host = options.host
+        configuration.port = options.port
+        configuration.maxBodyBytes = options.maxBodyBytes
+        configuration.maxConnections = options.maxConnections
+        let service = self.service
+        let metrics = self.metrics
+        let logLine = self.log
+        let format = options.logFormat
+        http = HTTPServer(
+            configuration: configuration,
+            handler: { request in
+                let begin = DispatchTime.now().uptimeNanoseconds
+                let response: HTTPResponse
+                if let ready = service.withLock({ $0 }) {
+                    response = ready.handle(request)
+                } else {
+                    response = StrataServerInstance.notReady(request, metrics: metrics)
+                }
+                let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
+                logLine(StrataServerInstance.accessLine(request, response, milliseconds, format: format))
+                return response
+            },
+            tooLarge: { request in
+                let response = Problem(
+                    413, "Content Too Large", "the request body is larger than \(options.maxBodyBytes) bytes"
+                ).response
+                logLine(StrataServerInstance.accessLine(request, response, 0, format: format))
+                return response
+            })
+    }
+
+    /// The port the server listens on.
+    public var port: UInt16 { http.port }
+
+    /// The REST service, once the stores are loaded.
+    public var restService: RESTService? { service.withLock { $0 } }
+
+    /// Starts listening, then loads the stores.
+    /// - Throws: ``ServeError`` for a port that cannot be bound or a store that cannot be loaded.
+    public func start() throws(ServeError) {
+        do {
+            try http.start()
+        } catch {
+            throw ServeError("cannot listen on \(options.host):\(options.port): \(error.message)")
+        }
+        let container: PersistentContainer
+        do {
+            container = try PersistentContainer(model: model, stores: options.storeDescriptions(for: model))
+        } catch {
+            http.stop()
+            throw ServeError(error.description)
+        }
+        do {
+            let rest = try RESTService(coordinator: container.coordinator, metrics: metrics)
+            coordinator.withLock { $0 = container.coordinator }
+            service.withLock { $0 = rest }
+        } catch {
+            http.stop()
+            for store in container.coordinator.stores { container.coordinator.remove(store) }
+            throw ServeError(error.detail)
+        }
+    }
+
+    /// Stops accepting connections, lets in-flight requests finish, and closes the stores.
+    public func stop() {
+        http.stop()
+        service.withLock { $0 = nil }
+        if let coordinator = coordinator.withLock({ $0 }) {
+            for store in coordinator.stores { coordinator.remove(store) }
+        }
+    }
+
+    static func notReady(_ request: HTTPRequest, metrics: Metrics) -> HTTPResponse {
+        if request.path == "/live" {
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(#"{"status":"live"}"#.utf8))
+        }
+        return Problem(503, "Service Unavailable", "the stores are still loading").response
+    }
+
+    /// One access-log line.
+    static func accessLine(_ request: HTTPRequest, _ response: HTTPResponse, _ milliseconds: Double, format: String) -> String {
+        let query = request.query.isEmpty ? "" : "?" + request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
+        let duration = (milliseconds * 1000).rounded() / 1000
+        if format == "json" {
+            return JSONValue.object([
+                "time": .string(AttributeValue.formatDate(Date())), "remote": .string(request.remoteAddress),
+                "method": .string(request.method), "path": .string(request.path + query),
+                "status": .integer(Int64(response.status)), "bytes": .integer(Int64(response.body.count)),
+                "ms": .double(duration),
+            ]).jsonText
+        }
+        return "\(request.remoteAddress) \"\(request.method) \(request.path)\(query)\" \(response.status) \(response.body.count) \(duration)ms"
+    }
+}
+
+/// A server that cannot start, with one message for the person running it.
+public struct ServeError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public var message: String
+    /// Creates an error.
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

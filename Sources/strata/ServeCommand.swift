@@ -1,0 +1,156 @@
+import Foundation
+import Strata
+import StrataServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `strata serve`: the REST server over the model's stores.
+enum ServeCommand {
+    static let usage = """
+        usage: strata serve [options]
+
+        Serves every entity of the model as a REST resource. Each option has an environment twin.
+
+          --host ADDRESS          address to listen on (STRATA_HOST, default 127.0.0.1)
+          --port PORT             port, 0 for any free one (STRATA_PORT, default 8080)
+          --data-dir DIR          folder of the default SQLite stores (STRATA_DATA_DIR, default ./data)
+          --model PATH            model file: JSON, .xcdatamodel or .xcdatamodeld; repeatable
+                                  (STRATA_MODEL, comma-separated; default: the embedded example model)
+          --store CONFIG=SPEC     store of a configuration: sqlite:PATH or memory:; repeatable
+                                  (STRATA_STORE, comma-separated); Default=SPEC puts every entity in one store
+          --max-body-bytes N      larger request bodies get 413 (STRATA_MAX_BODY_BYTES, default 1048576)
+          --max-connections N     simultaneous connections (STRATA_MAX_CONNECTIONS, default 1024)
+          --log-format FORMAT     text or json access-log lines on stderr (STRATA_LOG_FORMAT, default text)
+          --durability MODE       full (default) or normal SQLite synchronous mode (STRATA_DURABILITY)
+          --help                  this text
+
+        The default stores are <data-dir>/<configuration>.sqlite, one per configuration of the model.
+        SIGTERM or SIGINT stops accepting, finishes requests in flight, closes the stores and exits 0.
+        """
+
+    /// Parses options from the environment, then the command line (which wins).
+    static func parse(_ arguments: [String], environment: [String: String]) throws(ServeError) -> (ServerOptions, [String]) {
+        var options = ServerOptions()
+        var models: [String] = []
+        var pairs: [(String, String)] = []
+        let twins: [(String, String)] = [
+            ("STRATA_HOST", "--host"), ("STRATA_PORT", "--port"), ("STRATA_DATA_DIR", "--data-dir"),
+            ("STRATA_MAX_BODY_BYTES", "--max-body-bytes"), ("STRATA_MAX_CONNECTIONS", "--max-connections"),
+            ("STRATA_LOG_FORMAT", "--log-format"), ("STRATA_DURABILITY", "--durability"),
+        ]
+        for (variable, option) in twins { if let value = environment[variable], !value.isEmpty { pairs.append((option, value)) } }
+        for (variable, option) in [("STRATA_MODEL", "--model"), ("STRATA_STORE", "--store")] {
+            if let value = environment[variable], !value.isEmpty {
+                for item in value.split(separator: ",") { pairs.append((option, String(item))) }
+            }
+        }
+        var commandLineModels: [String] = []
+        var commandLineStores: [(String, String)] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--help" || argument == "-h" { throw ServeError("help") }
+            var name = argument
+            var value: String?
+            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
+                name = String(argument[..<equals])
+                value = String(argument[argument.index(after: equals)...])
+            }
+            let known = ["--host", "--port", "--data-dir", "--model", "--store", "--max-body-bytes", "--max-connections", "--log-format", "--durability"]
+            guard known.contains(name) else { throw ServeError("unknown option '\(argument)'; see strata serve --help") }
+            if value == nil {
+                guard index + 1 < arguments.count else { throw ServeError("\(name) needs a value") }
+                value = arguments[index + 1]
+                index += 1
+            }
+            index += 1
+            if name == "--model" { commandLineModels.append(value!) } else if name == "--store" { commandLineStores.append((name, value!)) } else { pairs.append((name, value!)) }
+        }
+        // Command-line models and stores replace the environment's.
+        if !commandLineModels.isEmpty { pairs.removeAll { $0.0 == "--model" } }
+        pairs += commandLineModels.map { ("--model", $0) } + commandLineStores
+        for (name, value) in pairs {
+            switch name {
+            case "--host": options.host = value
+            case "--port":
+                guard let port = UInt16(value) else { throw ServeError("--port must be a number from 0 to 65535, not '\(value)'") }
+                options.port = port
+            case "--data-dir": options.dataDirectory = value
+            case "--model": models.append(value)
+            case "--store":
+                guard let equals = value.firstIndex(of: "="), let spec = StoreSpec(String(value[value.index(after: equals)...])) else {
+                    throw ServeError("--store takes CONFIG=sqlite:PATH or CONFIG=memory:, not '\(value)'")
+                }
+                options.stores[String(value[..<equals])] = spec
+            case "--max-body-bytes":
+                guard let bytes = Int(value), bytes > 0 else { throw ServeError("--max-body-bytes must be a positive number, not '\(value)'") }
+                options.maxBodyBytes = bytes
+            case "--max-connections":
+                guard let count = Int(value), count > 0 else { throw ServeError("--max-connections must be a positive number, not '\(value)'") }
+                options.maxConnections = count
+            case "--log-format":
+                guard value == "text" || value == "json" else { throw ServeError("--log-format is text or json, not '\(value)'") }
+                options.logFormat = value
+            case "--durability":
+                guard let durability = StoreOptions.Durability(rawValue: value) else { throw ServeError("--durability is full or normal, not '\(value)'") }
+                options.durability = durability
+            default: break
+            }
+        }
+        options.models = models
+        return (options, models)
+    }
+
+    static func run(_ arguments: [String]) -> Int32 {
+        let options: ServerOptions
+        do {
+            (options, _) = try parse(arguments, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            if error.message == "help" {
+                print(usage)
+                return 0
+            }
+            printError("strata serve: \(error.message)")
+            return 64
+        }
+        let model: ObjectModel
+        do {
+            model = try loadModel(options.models, useEnvironment: false)
+        } catch {
+            printError("strata serve: \(error)")
+            return 1
+        }
+        for (configuration, _) in options.stores where configuration != ObjectModel.defaultConfiguration {
+            guard model.configurations.contains(where: { $0.name == configuration }) else {
+                printError("strata serve: --store names configuration '\(configuration)', which the model does not have (it has: \(model.configurations.map(\.name).joined(separator: ", ")))")
+                return 64
+            }
+        }
+        let server = StrataServerInstance(model: model, options: options)
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            try server.start()
+        } catch {
+            printError("strata serve: \(error.message)")
+            return 1
+        }
+        printError("strata serve: \(model.name) on http://\(options.host):\(server.port) (stores: \(options.storeDescriptions(for: model).map { "\($0.configuration ?? ObjectModel.defaultConfiguration)=\($0.url?.path ?? "memory")" }.joined(separator: ", ")))")
+        let stopped = DispatchSemaphore(value: 0)
+        var sources: [any DispatchSourceSignal] = []
+        for signalNumber in [SIGTERM, SIGINT] {
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { stopped.signal() }
+            source.resume()
+            sources.append(source)
+        }
+        stopped.wait()
+        printError("strata serve: stopping: finishing requests in flight and closing the stores")
+        server.stop()
+        for source in sources { source.cancel() }
+        return 0
+    }
+}

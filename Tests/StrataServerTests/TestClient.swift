@@ -1,0 +1,96 @@
+import Foundation
+import Strata
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A response as the test client read it.
+struct ClientResponse {
+    var status: Int
+    var headers: [String: String]
+    var body: [UInt8]
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+    var json: JSONValue { (try? JSONValue.parse(body)) ?? .null }
+    func header(_ name: String) -> String? { headers[name.lowercased()] }
+}
+
+/// A blocking HTTP/1.1 client over a plain socket, one connection per request, so tests control
+/// every byte they send (invalid UTF-8, wrong lengths, odd headers).
+struct TestClient {
+    let port: UInt16
+
+    func send(
+        _ method: String, _ target: String, body: [UInt8]? = nil, headers: [String: String] = [:]
+    ) throws -> ClientResponse {
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        var headers = headers
+        if let body {
+            if headers["Content-Type"] == nil { headers["Content-Type"] = "application/json" }
+            head += "Content-Length: \(body.count)\r\n"
+        }
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) where !value.isEmpty { head += "\(name): \(value)\r\n" }
+        head += "\r\n"
+        return try exchange(Array(head.utf8) + (body ?? []))
+    }
+
+    func send(_ method: String, _ target: String, json: String, headers: [String: String] = [:]) throws -> ClientResponse {
+        try send(method, target, body: Array(json.utf8), headers: headers)
+    }
+
+    /// Sends raw bytes and reads one response until the server closes or the body is complete.
+    func exchange(_ bytes: [UInt8]) throws -> ClientResponse {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestClientError("socket failed") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw TestClientError("connect failed: \(errno)") }
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }  // the server may answer (413) and close before reading everything
+            sent += n
+        }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            received += buffer[0..<n]
+            if let response = Self.parse(received), response.complete { return response.response }
+        }
+        guard let response = Self.parse(received) else { throw TestClientError("no HTTP response (\(received.count) bytes)") }
+        return response.response
+    }
+
+    static func parse(_ bytes: [UInt8]) -> (response: ClientResponse, complete: Bool)? {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        guard let end = (0..<max(0, bytes.count - 3)).first(where: { Array(bytes[$0..<$0 + 4]) == separator }) else { return nil }
+        let head = String(decoding: bytes[0..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        let statusParts = head[0].split(separator: " ")
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { return nil }
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let body = Array(bytes[(end + 4)...])
+        let length = headers["content-length"].flatMap(Int.init)
+        let complete = length.map { body.count >= $0 } ?? false
+        return (ClientResponse(status: status, headers: headers, body: length.map { Array(body.prefix($0)) } ?? body), complete)
+    }
+}
+
+struct TestClientError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
