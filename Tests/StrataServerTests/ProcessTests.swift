@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+
+@testable import Strata
+
+/// The `strata` binary that `swift test` built next to the test bundle.
+func strataBinary() throws -> URL {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    for candidate in [".build/debug/strata", ".build/release/strata"] {
+        let url = root.appendingPathComponent(candidate)
+        if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+    }
+    throw TestClientError("the strata binary is not built; run swift build")
+}
+
+/// A `strata` process with its stderr collected.
+final class StrataProcess: @unchecked Sendable {
+    // Safe to share: `stderr` is only touched under its lock.
+    let process = Process()
+    let stderr = Locked("")
+
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        process.executableURL = try strataBinary()
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = FileHandle.nullDevice
+        let output = stderr
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if !data.isEmpty { output.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+        }
+        try process.run()
+    }
+
+    /// Waits for `text` on stderr.
+    func waitFor(_ text: String, seconds: Double = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if stderr.current.contains(text) { return true }
+            if !process.isRunning { return stderr.current.contains(text) }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// The port from the "on http://host:port" start-up line.
+    func port() -> UInt16? {
+        guard waitFor("on http://") else { return nil }
+        let text = stderr.current
+        guard let range = text.range(of: #"on http://[^:]+:(\d+)"#, options: .regularExpression) else { return nil }
+        return UInt16(text[range].split(separator: ":").last!)
+    }
+
+    func waitForExit(seconds: Double = 30) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    deinit { if process.isRunning { process.terminate() } }
+}
+
+@Suite(.serialized) struct ProcessTests {
+    @Test func sigtermKeepsAcknowledgedWritesAndExitsZero() throws {
+        let folder = TemporaryFolder()
+        let server = try StrataProcess(["serve", "--port", "0", "--data-dir", folder.url.path])
+        let port = try #require(server.port(), "\(server.stderr.current)")
+        let client = TestClient(port: port)
+        var ids: [Int64] = []
+        for index in 0..<20 {
+            let response = try client.send("POST", "/search-logs", json: #"{"query": "q\#(index)"}"#)
+            #expect(response.status == 201)
+            if let id = response.json.objectValue?["id"]?.doubleValue { ids.append(Int64(id)) }
+        }
+        let author = try client.send("POST", "/authors", json: #"{"name": "Kept"}"#)
+        #expect(author.status == 201)
+        server.process.terminate()  // SIGTERM
+        #expect(server.waitForExit() == 0, "\(server.stderr.current)")
+        #expect(server.stderr.current.contains("stopping"))
+        #expect(server.stderr.current.contains("\"POST /authors\" 201"))
+
+        let again = try StrataProcess(["serve", "--port", "0"], environment: ["STRATA_DATA_DIR": folder.url.path])
+        let secondPort = try #require(again.port(), "\(again.stderr.current)")
+        let second = TestClient(port: secondPort)
+        let logs = try second.send("GET", "/search-logs?limit=100&count=exact")
+        #expect(logs.json.objectValue?["total"] == .integer(20))
+        #expect(try second.send("GET", "/authors?name=eq.Kept").json.objectValue?["items"]?.arrayValue?.count == 1)
+        kill(again.process.processIdentifier, SIGINT)
+        #expect(again.waitForExit() == 0)
+    }
+
+    @Test func badOptionsAndModelsExitWithOneClearMessage() throws {
+        let folder = TemporaryFolder()
+        let cases: [([String], String)] = [
+            (["serve", "--port", "eighty"], "--port must be a number"),
+            (["serve", "--colour", "red"], "unknown option '--colour'"),
+            (["serve", "--model", folder.file("missing.json").path], "could not be read"),
+            (["serve", "--store", "Nope=sqlite:x.sqlite", "--data-dir", folder.url.path], "configuration 'Nope'"),
+            (["serve", "--store", "Catalog=postgres:x", "--data-dir", folder.url.path], "--store takes CONFIG=sqlite:PATH"),
+            (["serve", "--log-format", "xml"], "--log-format is text or json"),
+            (["frobnicate"], "unknown command 'frobnicate'"),
+        ]
+        for (arguments, message) in cases {
+            let process = try StrataProcess(arguments)
+            let status = process.waitForExit()
+            #expect(status != nil && status != 0, "\(arguments)")
+            let output = process.stderr.current
+            #expect(output.contains(message), "\(arguments): \(output)")
+            #expect(!output.contains("Fatal error") && !output.contains("Stack dump"), "\(arguments): \(output)")
+        }
+        // A store file that is not a database.
+        try Data(String(repeating: "not sqlite ", count: 20).utf8).write(to: folder.file("catalog.sqlite"))
+        let broken = try StrataProcess(["serve", "--port", "0", "--data-dir", folder.url.path])
+        #expect(broken.waitForExit() == 1)
+        #expect(broken.stderr.current.contains("catalog.sqlite"))
+        // A model with an error names it.
+        try Data(#"{"entities": [{"name": "A", "attributes": [{"name": "x", "type": "int"}]}]}"#.utf8).write(to: folder.file("bad.json"))
+        let model = try StrataProcess(["serve", "--model", folder.file("bad.json").path])
+        #expect(model.waitForExit() == 1)
+        #expect(model.stderr.current.contains("A.x: unknown type 'int'"))
+    }
+
+    @Test func storesAndModelsFromOptions() throws {
+        let folder = TemporaryFolder()
+        let server = try StrataProcess(
+            ["serve", "--port", "0", "--store", "Default=sqlite:\(folder.file("one.sqlite").path)", "--log-format", "json"])
+        let port = try #require(server.port(), "\(server.stderr.current)")
+        let client = TestClient(port: port)
+        #expect(try client.send("POST", "/search-logs", json: #"{"query": "x"}"#).status == 201)
+        #expect(try client.send("POST", "/tags", json: #"{"name": "y"}"#).status == 201)
+        let index = try client.send("GET", "/")
+        #expect(index.json.objectValue?["stores"]?.arrayValue?.count == 1)
+        server.process.terminate()
+        #expect(server.waitForExit() == 0)
+        #expect(server.stderr.current.contains(#""method":"POST""#))
+        #expect(FileManager.default.fileExists(atPath: folder.file("one.sqlite").path))
+
+        let memory = try StrataProcess(["serve", "--port", "0", "--store", "Catalog=memory:", "--store", "Activity=memory:"])
+        let memoryPort = try #require(memory.port(), "\(memory.stderr.current)")
+        #expect(try TestClient(port: memoryPort).send("POST", "/authors", json: #"{"name": "M"}"#).status == 201)
+        memory.process.terminate()
+        #expect(memory.waitForExit() == 0)
+    }
+}
