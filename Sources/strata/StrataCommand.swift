@@ -10,6 +10,7 @@ enum StrataCommand {
         commands:
           model [--model PATH ...]   validate a model and print its entities, configurations and hashes
           serve [options]            serve the model as a REST API (strata serve --help)
+          health [--port N]          exit 0 when the local server's /live answers 200 (the container health check)
           help                       show this text
 
         Without --model, every command uses the embedded example model (a library catalogue).
@@ -27,6 +28,7 @@ enum StrataCommand {
             return 0
         case "model": return ModelCommand.run(rest)
         case "serve": return ServeCommand.run(rest)
+        case "health": return HealthCommand.run(rest)
         default:
             printError("strata: unknown command '\(command)'\n\n\(usage)")
             return 64
