@@ -120,58 +120,26 @@ extension ObjectContext {
         }
     }
 
-    /// Evaluates a predicate against a state in this context, reading through relationships.
+    /// Evaluates a predicate against a state in this context, reading through relationships with
+    /// the same path rules as the stores.
     func matches(_ predicate: FetchPredicate, _ state: ObjectState, _ s: inout ContextStorage) throws(ContextError) -> Bool {
         do {
-            return try predicate.evaluate { path in try self.resolve(path, from: state, &s) }
+            return try predicate.evaluate(object: state.id, in: model) { id, key in
+                let current = id == state.id ? state : try self.loadState(id, &s)
+                guard let current else { return .value(.null) }
+                if let value = current.attributes[key] { return .value(value) }
+                if let relationship = self.model.relationship(key, of: current.id.entityName) {
+                    if relationship.isToMany {
+                        return .list(try self.toManyList(current.id, key, &s).map { .object(self.registry.canonical($0)) })
+                    }
+                    return .object((current.toOne[key] ?? nil).map(self.registry.canonical))
+                }
+                return .value(.null)
+            }
         } catch let error as ContextError {
             throw error
         } catch {
             throw ContextError(.invalidPredicate, "\(error)")
         }
-    }
-
-    /// The operand a key path gives for `state`: dotted paths read through to-one relationships;
-    /// a to-many step gives a list.
-    func resolve(_ path: String, from state: ObjectState, _ s: inout ContextStorage) throws -> PredicateOperand {
-        let parts = path.split(separator: ".").map(String.init)
-        var current: [ObjectState] = [state]
-        var isList = false
-        for (index, part) in parts.enumerated() {
-            let last = index == parts.count - 1
-            if part == "@count" {
-                return .value(.integer(Int64(current.count)))
-            }
-            if last, let first = current.first, model.attribute(part, of: first.id.entityName) != nil {
-                let values = current.map { PredicateOperand.value($0.attributes[part] ?? .null) }
-                return isList ? .list(values) : values[0]
-            }
-            var next: [ObjectState] = []
-            var ids: [ObjectID?] = []
-            for item in current {
-                guard let relationship = model.relationship(part, of: item.id.entityName) else {
-                    throw PredicateError("'\(item.id.entityName)' has no property '\(part)'")
-                }
-                if relationship.isToMany {
-                    isList = true
-                    for id in try toManyList(item.id, part, &s) {
-                        ids.append(registry.canonical(id))
-                        if let related = try loadState(id, &s) { next.append(related) }
-                    }
-                } else {
-                    let target = item.toOne[part] ?? nil
-                    ids.append(target.map(registry.canonical))
-                    if let target, let related = try loadState(target, &s) { next.append(related) }
-                }
-            }
-            if last {
-                if parts.count > index + 1 { continue }
-                if isList { return .list(ids.map { .object($0) }) }
-                return .object(ids.first ?? nil)
-            }
-            if next.isEmpty { return isList ? .list([]) : .value(.null) }
-            current = next
-        }
-        return .value(.null)
     }
 }

@@ -177,7 +177,8 @@ extension SQLiteValue {
         case .null: "null"
         case .integer(let i): "n:\(i)"
         case .real(let d): d == d.rounded() && abs(d) < 9e15 ? "n:\(Int64(d))" : "n:\(d)"
-        case .text(let s): "t:\(s)"
+        // Byte-wise, as SQLite compares text: "é" precomposed and decomposed are different values.
+        case .text(let s): "t:" + Data(s.utf8).base64EncodedString()
         case .blob(let data): "b:\(data.base64EncodedString())"
         }
     }
