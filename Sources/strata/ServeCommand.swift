@@ -31,7 +31,9 @@ enum ServeCommand {
         """
 
     /// Parses options from the environment, then the command line (which wins).
-    static func parse(_ arguments: [String], environment: [String: String]) throws(ServeError) -> (ServerOptions, [String]) {
+    static func parse(_ arguments: [String], environment: [String: String]) throws(ServeError) -> (
+        ServerOptions, [String]
+    ) {
         var options = ServerOptions()
         var models: [String] = []
         var pairs: [(String, String)] = []
@@ -40,7 +42,9 @@ enum ServeCommand {
             ("STRATA_MAX_BODY_BYTES", "--max-body-bytes"), ("STRATA_MAX_CONNECTIONS", "--max-connections"),
             ("STRATA_LOG_FORMAT", "--log-format"), ("STRATA_DURABILITY", "--durability"),
         ]
-        for (variable, option) in twins { if let value = environment[variable], !value.isEmpty { pairs.append((option, value)) } }
+        for (variable, option) in twins {
+            if let value = environment[variable], !value.isEmpty { pairs.append((option, value)) }
+        }
         for (variable, option) in [("STRATA_MODEL", "--model"), ("STRATA_STORE", "--store")] {
             if let value = environment[variable], !value.isEmpty {
                 for item in value.split(separator: ",") { pairs.append((option, String(item))) }
@@ -58,15 +62,26 @@ enum ServeCommand {
                 name = String(argument[..<equals])
                 value = String(argument[argument.index(after: equals)...])
             }
-            let known = ["--host", "--port", "--data-dir", "--model", "--store", "--max-body-bytes", "--max-connections", "--log-format", "--durability"]
-            guard known.contains(name) else { throw ServeError("unknown option '\(argument)'; see strata serve --help") }
+            let known = [
+                "--host", "--port", "--data-dir", "--model", "--store", "--max-body-bytes", "--max-connections",
+                "--log-format", "--durability",
+            ]
+            guard known.contains(name) else {
+                throw ServeError("unknown option '\(argument)'; see strata serve --help")
+            }
             if value == nil {
                 guard index + 1 < arguments.count else { throw ServeError("\(name) needs a value") }
                 value = arguments[index + 1]
                 index += 1
             }
             index += 1
-            if name == "--model" { commandLineModels.append(value!) } else if name == "--store" { commandLineStores.append((name, value!)) } else { pairs.append((name, value!)) }
+            if name == "--model" {
+                commandLineModels.append(value!)
+            } else if name == "--store" {
+                commandLineStores.append((name, value!))
+            } else {
+                pairs.append((name, value!))
+            }
         }
         // Command-line models and stores replace the environment's.
         if !commandLineModels.isEmpty { pairs.removeAll { $0.0 == "--model" } }
@@ -75,26 +90,38 @@ enum ServeCommand {
             switch name {
             case "--host": options.host = value
             case "--port":
-                guard let port = UInt16(value) else { throw ServeError("--port must be a number from 0 to 65535, not '\(value)'") }
+                guard let port = UInt16(value) else {
+                    throw ServeError("--port must be a number from 0 to 65535, not '\(value)'")
+                }
                 options.port = port
             case "--data-dir": options.dataDirectory = value
             case "--model": models.append(value)
             case "--store":
-                guard let equals = value.firstIndex(of: "="), let spec = StoreSpec(String(value[value.index(after: equals)...])) else {
+                guard let equals = value.firstIndex(of: "="),
+                    let spec = StoreSpec(String(value[value.index(after: equals)...]))
+                else {
                     throw ServeError("--store takes CONFIG=sqlite:PATH or CONFIG=memory:, not '\(value)'")
                 }
                 options.stores[String(value[..<equals])] = spec
             case "--max-body-bytes":
-                guard let bytes = Int(value), bytes > 0 else { throw ServeError("--max-body-bytes must be a positive number, not '\(value)'") }
+                guard let bytes = Int(value), bytes > 0 else {
+                    throw ServeError("--max-body-bytes must be a positive number, not '\(value)'")
+                }
                 options.maxBodyBytes = bytes
             case "--max-connections":
-                guard let count = Int(value), count > 0 else { throw ServeError("--max-connections must be a positive number, not '\(value)'") }
+                guard let count = Int(value), count > 0 else {
+                    throw ServeError("--max-connections must be a positive number, not '\(value)'")
+                }
                 options.maxConnections = count
             case "--log-format":
-                guard value == "text" || value == "json" else { throw ServeError("--log-format is text or json, not '\(value)'") }
+                guard value == "text" || value == "json" else {
+                    throw ServeError("--log-format is text or json, not '\(value)'")
+                }
                 options.logFormat = value
             case "--durability":
-                guard let durability = StoreOptions.Durability(rawValue: value) else { throw ServeError("--durability is full or normal, not '\(value)'") }
+                guard let durability = StoreOptions.Durability(rawValue: value) else {
+                    throw ServeError("--durability is full or normal, not '\(value)'")
+                }
                 options.durability = durability
             default: break
             }
@@ -124,7 +151,9 @@ enum ServeCommand {
         }
         for (configuration, _) in options.stores where configuration != ObjectModel.defaultConfiguration {
             guard model.configurations.contains(where: { $0.name == configuration }) else {
-                printError("strata serve: --store names configuration '\(configuration)', which the model does not have (it has: \(model.configurations.map(\.name).joined(separator: ", ")))")
+                printError(
+                    "strata serve: --store names configuration '\(configuration)', which the model does not have (it has: \(model.configurations.map(\.name).joined(separator: ", ")))"
+                )
                 return 64
             }
         }
@@ -138,7 +167,9 @@ enum ServeCommand {
             printError("strata serve: \(error.message)")
             return 1
         }
-        printError("strata serve: \(model.name) on http://\(options.host):\(server.port) (stores: \(options.storeDescriptions(for: model).map { "\($0.configuration ?? ObjectModel.defaultConfiguration)=\($0.url?.path ?? "memory")" }.joined(separator: ", ")))")
+        printError(
+            "strata serve: \(model.name) on http://\(options.host):\(server.port) (stores: \(options.storeDescriptions(for: model).map { "\($0.configuration ?? ObjectModel.defaultConfiguration)=\($0.url?.path ?? "memory")" }.joined(separator: ", ")))"
+        )
         let stopped = DispatchSemaphore(value: 0)
         var sources: [any DispatchSourceSignal] = []
         for signalNumber in [SIGTERM, SIGINT] {

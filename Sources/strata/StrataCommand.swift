@@ -44,7 +44,9 @@ func printError(_ message: String) {
 /// Reads `--model PATH` options (repeatable, with `STRATA_MODEL` as a fallback) and loads the model.
 func loadModel(_ paths: [String], useEnvironment: Bool = true) throws(ModelError) -> ObjectModel {
     var paths = paths
-    if paths.isEmpty, useEnvironment, let fromEnvironment = ProcessInfo.processInfo.environment["STRATA_MODEL"], !fromEnvironment.isEmpty {
+    if paths.isEmpty, useEnvironment, let fromEnvironment = ProcessInfo.processInfo.environment["STRATA_MODEL"],
+        !fromEnvironment.isEmpty
+    {
         paths = fromEnvironment.split(separator: ",").map(String.init)
     }
     if paths.isEmpty { return try ObjectModel.example }
@@ -66,7 +68,9 @@ enum ModelCommand {
                 paths.append(arguments[index + 1])
                 index += 2
             case "--help", "-h":
-                print("usage: strata model [--model PATH ...]\n\nValidates the model (JSON, .xcdatamodel or .xcdatamodeld) and prints it.")
+                print(
+                    "usage: strata model [--model PATH ...]\n\nValidates the model (JSON, .xcdatamodel or .xcdatamodeld) and prints it."
+                )
                 return 0
             default:
                 printError("strata model: unknown option '\(arguments[index])'")
@@ -86,7 +90,8 @@ enum ModelCommand {
             print(
                 "  \(entity.name)\(entity.isAbstract ? " (abstract)" : "")  /\(model.resourcePath(of: entity.name))  "
                     + "configurations: \(configurations.isEmpty ? ObjectModel.defaultConfiguration : configurations.joined(separator: ", "))  "
-                    + "attributes: \(model.attributes(of: entity.name).count)  relationships: \(model.relationships(of: entity.name).count)")
+                    + "attributes: \(model.attributes(of: entity.name).count)  relationships: \(model.relationships(of: entity.name).count)"
+            )
         }
         return 0
     }

@@ -1,8 +1,8 @@
 import Foundation
-@testable import StrataServer
 import Testing
 
 @testable import Strata
+@testable import StrataServer
 
 @Suite(.serialized) struct BadInputTests {
     struct Case {
@@ -13,7 +13,10 @@ import Testing
         var headers: [String: String] = [:]
         var status: Int
 
-        init(_ name: String, _ method: String, _ target: String, json: String? = nil, bytes: [UInt8]? = nil, headers: [String: String] = [:], status: Int) {
+        init(
+            _ name: String, _ method: String, _ target: String, json: String? = nil, bytes: [UInt8]? = nil,
+            headers: [String: String] = [:], status: Int
+        ) {
             self.name = name
             self.method = method
             self.target = target
@@ -45,15 +48,21 @@ import Testing
             Case("integer32 as string", "POST", "/books", json: #"{"title": "x", "year": "1968"}"#, status: 422),
             Case("integer32 out of range", "POST", "/books", json: #"{"title": "x", "year": 3000000000}"#, status: 422),
             Case("integer16 out of range", "POST", "/books", json: #"{"title": "x", "pages": 40000}"#, status: 422),
-            Case("integer64 past 2^63", "POST", "/books", json: #"{"title": "x", "wordCount": 9223372036854775808}"#, status: 422),
+            Case(
+                "integer64 past 2^63", "POST", "/books", json: #"{"title": "x", "wordCount": 9223372036854775808}"#,
+                status: 422),
             Case("double as string", "POST", "/books", json: #"{"title": "x", "rating": "high"}"#, status: 422),
             Case("float as boolean", "POST", "/books", json: #"{"title": "x", "weight": true}"#, status: 422),
-            Case("decimal as a fraction number", "POST", "/books", json: #"{"title": "x", "price": 7.99}"#, status: 422),
+            Case(
+                "decimal as a fraction number", "POST", "/books", json: #"{"title": "x", "price": 7.99}"#, status: 422),
             Case("boolean as string", "POST", "/books", json: #"{"title": "x", "available": "yes"}"#, status: 422),
-            Case("date not RFC 3339", "POST", "/books", json: #"{"title": "x", "published": "yesterday"}"#, status: 422),
+            Case(
+                "date not RFC 3339", "POST", "/books", json: #"{"title": "x", "published": "yesterday"}"#, status: 422),
             Case("binary not base64", "POST", "/books", json: #"{"title": "x", "cover": "!!!"}"#, status: 422),
             Case("uuid malformed", "POST", "/books", json: #"{"title": "x", "sku": "not-a-uuid"}"#, status: 422),
-            Case("uri without scheme", "POST", "/books", json: #"{"title": "x", "homepage": "no scheme here"}"#, status: 422),
+            Case(
+                "uri without scheme", "POST", "/books", json: #"{"title": "x", "homepage": "no scheme here"}"#,
+                status: 422),
             Case("unknown field", "POST", "/books", json: #"{"title": "x", "colour": "red"}"#, status: 422),
             Case("missing required", "POST", "/books", json: #"{"year": 1990}"#, status: 422),
             Case("over a max rule", "POST", "/books", json: #"{"title": "x", "rating": 9}"#, status: 422),
@@ -64,8 +73,13 @@ import Testing
             Case("unknown id", "GET", "/books/999999", status: 404),
             Case("non-numeric id", "GET", "/books/abc", status: 404),
             Case("unknown sub-resource", "GET", "/books/\(bookID)/nope", status: 404),
-            Case("body over the limit", "POST", "/books", bytes: Array(repeating: UInt8(ascii: " "), count: 200 * 1024), status: 413),
-            Case("invalid UTF-8", "POST", "/books", bytes: [0x7B, 0x22, 0x74, 0x69, 0x74, 0x6C, 0x65, 0x22, 0x3A, 0x22, 0xFF, 0xFE, 0x22, 0x7D], status: 400),
+            Case(
+                "body over the limit", "POST", "/books", bytes: Array(repeating: UInt8(ascii: " "), count: 200 * 1024),
+                status: 413),
+            Case(
+                "invalid UTF-8", "POST", "/books",
+                bytes: [0x7B, 0x22, 0x74, 0x69, 0x74, 0x6C, 0x65, 0x22, 0x3A, 0x22, 0xFF, 0xFE, 0x22, 0x7D], status: 400
+            ),
             Case("deeply nested JSON", "POST", "/books", json: deep, status: 400),
             Case("unknown filter operator", "GET", "/books?year=about.5", status: 400),
             Case("unknown filter attribute", "GET", "/books?colour=eq.red", status: 400),
@@ -75,16 +89,25 @@ import Testing
             Case("bad cursor", "GET", "/books?after=zzz", status: 400),
             Case("bad order", "GET", "/books?order=colour.desc", status: 400),
             Case("bad where", "GET", "/books?where=" + RESTService.escape("year >>> 5"), status: 400),
-            Case("where on an unknown key", "GET", "/books?where=" + RESTService.escape("colour == 'red'"), status: 400),
-            Case("wrong content type", "POST", "/books", json: #"{"title": "x"}"#, headers: ["Content-Type": "text/plain"], status: 415),
+            Case(
+                "where on an unknown key", "GET", "/books?where=" + RESTService.escape("colour == 'red'"), status: 400),
+            Case(
+                "wrong content type", "POST", "/books", json: #"{"title": "x"}"#,
+                headers: ["Content-Type": "text/plain"], status: 415),
             Case("unsupported method", "DELETE", "/books", status: 405),
             Case("POST to an item", "POST", "/books/\(bookID)", json: "{}", status: 405),
-            Case("garbage If-Match", "PATCH", "/books/\(bookID)", json: #"{"year": 1}"#, headers: ["If-Match": "garbage"], status: 400),
+            Case(
+                "garbage If-Match", "PATCH", "/books/\(bookID)", json: #"{"year": 1}"#,
+                headers: ["If-Match": "garbage"], status: 400),
             Case("stale If-Match", "DELETE", "/books/\(bookID)", headers: ["If-Match": "\"41\""], status: 412),
             Case("patch with an array", "PATCH", "/books/\(bookID)", json: "[]", status: 400),
             Case("unique violation", "POST", "/tags", json: #"{"name": "used"}"#, status: 409),
             Case("deny rule", "DELETE", "/tags/\(tagID)", status: 409),
-            Case("batch with a failing operation", "POST", "/_batch", json: #"{"operations": [{"method": "POST", "path": "/search-logs", "body": {"query": "q"}}, {"method": "POST", "path": "/books", "body": {"title": 1}}]}"#, status: 422),
+            Case(
+                "batch with a failing operation", "POST", "/_batch",
+                json:
+                    #"{"operations": [{"method": "POST", "path": "/search-logs", "body": {"query": "q"}}, {"method": "POST", "path": "/books", "body": {"title": 1}}]}"#,
+                status: 422),
             Case("batch that is not a batch", "POST", "/_batch", json: #"{"ops": []}"#, status: 400),
         ]
         #expect(cases.count >= 30)
@@ -93,15 +116,25 @@ import Testing
             #expect(response.status == test.status, "\(test.name): \(response.status) \(response.text)")
             #expect(response.header("content-type") == "application/problem+json", "\(test.name)")
             let problem = response.json.objectValue ?? [:]
-            #expect(problem["status"] == .integer(Int64(test.status)) || test.status == 413 && response.status == 413, "\(test.name)")
-            #expect(problem["title"]?.stringValue?.isEmpty == false && problem["detail"]?.stringValue?.isEmpty == false, "\(test.name)")
+            #expect(
+                problem["status"] == .integer(Int64(test.status)) || test.status == 413 && response.status == 413,
+                "\(test.name)")
+            #expect(
+                problem["title"]?.stringValue?.isEmpty == false && problem["detail"]?.stringValue?.isEmpty == false,
+                "\(test.name)")
         }
         let unsupported = try client.send("DELETE", "/books")
         #expect(unsupported.header("allow") == "GET, HEAD, POST")
         let invalid = try client.send("POST", "/books", json: #"{"title": 5, "year": "x", "colour": 1}"#)
-        let codes = Set((invalid.json.objectValue?["errors"]?.arrayValue ?? []).compactMap { $0.objectValue?["field"]?.stringValue })
+        let codes = Set(
+            (invalid.json.objectValue?["errors"]?.arrayValue ?? []).compactMap { $0.objectValue?["field"]?.stringValue }
+        )
         #expect(codes == ["title", "year", "colour"])
-        let failedBatch = try client.send("POST", "/_batch", json: #"{"operations": [{"method": "POST", "path": "/search-logs", "body": {"query": "q"}}, {"method": "POST", "path": "/books", "body": {"title": 1}}]}"#)
+        let failedBatch = try client.send(
+            "POST", "/_batch",
+            json:
+                #"{"operations": [{"method": "POST", "path": "/search-logs", "body": {"query": "q"}}, {"method": "POST", "path": "/books", "body": {"title": 1}}]}"#
+        )
         #expect(failedBatch.json.objectValue?["operation"] == .integer(1))
 
         // SQL metacharacters are plain values: no error, no effect.
@@ -110,9 +143,13 @@ import Testing
         #expect(items(injection).isEmpty)
         let injected = try client.send("POST", "/search-logs", json: #"{"query": "'); DROP TABLE SearchLog; --"}"#)
         #expect(injected.status == 201)
-        let found = try client.send("GET", "/search-logs?query=eq." + RESTService.escape("'); DROP TABLE SearchLog; --"))
+        let found = try client.send(
+            "GET", "/search-logs?query=eq." + RESTService.escape("'); DROP TABLE SearchLog; --"))
         #expect(items(found).count == 1)
-        #expect(try client.send("DELETE", "/search-logs/\(injected.json.objectValue!["id"]!.doubleValue.map { Int64($0) }!)").status == 204)
+        #expect(
+            try client.send(
+                "DELETE", "/search-logs/\(injected.json.objectValue!["id"]!.doubleValue.map { Int64($0) }!)"
+            ).status == 204)
 
         // The server is up and both stores are exactly as they were.
         #expect(try client.send("GET", "/live").status == 200)

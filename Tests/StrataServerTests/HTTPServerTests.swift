@@ -318,7 +318,8 @@ struct HTTPServerTests {
 
     /// Whether the machine has the IPv6 loopback address (`::1` in /proc/net/if_inet6).
     static var hasIPv6Loopback: Bool {
-        ((try? String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8)) ?? "").contains("00000000000000000000000000000001")
+        ((try? String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8)) ?? "").contains(
+            "00000000000000000000000000000001")
     }
 
     @Test(.enabled(if: hasIPv6Loopback, "needs the IPv6 loopback address"))

@@ -5,7 +5,8 @@ import Testing
 
 /// The `strata` binary that `swift test` built next to the test bundle.
 func strataBinary() throws -> URL {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     for candidate in [".build/debug/strata", ".build/release/strata"] {
         let url = root.appendingPathComponent(candidate)
         if FileManager.default.isExecutableFile(atPath: url.path) { return url }
@@ -100,7 +101,10 @@ final class StrataProcess: @unchecked Sendable {
             (["serve", "--colour", "red"], "unknown option '--colour'"),
             (["serve", "--model", folder.file("missing.json").path], "could not be read"),
             (["serve", "--store", "Nope=sqlite:x.sqlite", "--data-dir", folder.url.path], "configuration 'Nope'"),
-            (["serve", "--store", "Catalog=postgres:x", "--data-dir", folder.url.path], "--store takes CONFIG=sqlite:PATH"),
+            (
+                ["serve", "--store", "Catalog=postgres:x", "--data-dir", folder.url.path],
+                "--store takes CONFIG=sqlite:PATH"
+            ),
             (["serve", "--log-format", "xml"], "--log-format is text or json"),
             (["frobnicate"], "unknown command 'frobnicate'"),
         ]
@@ -118,7 +122,8 @@ final class StrataProcess: @unchecked Sendable {
         #expect(broken.waitForExit() == 1)
         #expect(broken.stderr.current.contains("catalog.sqlite"))
         // A model with an error names it.
-        try Data(#"{"entities": [{"name": "A", "attributes": [{"name": "x", "type": "int"}]}]}"#.utf8).write(to: folder.file("bad.json"))
+        try Data(#"{"entities": [{"name": "A", "attributes": [{"name": "x", "type": "int"}]}]}"#.utf8).write(
+            to: folder.file("bad.json"))
         let model = try StrataProcess(["serve", "--model", folder.file("bad.json").path])
         #expect(model.waitForExit() == 1)
         #expect(model.stderr.current.contains("A.x: unknown type 'int'"))
@@ -127,7 +132,10 @@ final class StrataProcess: @unchecked Sendable {
     @Test func storesAndModelsFromOptions() throws {
         let folder = TemporaryFolder()
         let server = try StrataProcess(
-            ["serve", "--port", "0", "--store", "Default=sqlite:\(folder.file("one.sqlite").path)", "--log-format", "json"])
+            [
+                "serve", "--port", "0", "--store", "Default=sqlite:\(folder.file("one.sqlite").path)", "--log-format",
+                "json",
+            ])
         let port = try #require(server.port(), "\(server.stderr.current)")
         let client = TestClient(port: port)
         #expect(try client.send("POST", "/search-logs", json: #"{"query": "x"}"#).status == 201)
@@ -139,7 +147,9 @@ final class StrataProcess: @unchecked Sendable {
         #expect(server.stderr.current.contains(#""method":"POST""#))
         #expect(FileManager.default.fileExists(atPath: folder.file("one.sqlite").path))
 
-        let memory = try StrataProcess(["serve", "--port", "0", "--store", "Catalog=memory:", "--store", "Activity=memory:"])
+        let memory = try StrataProcess([
+            "serve", "--port", "0", "--store", "Catalog=memory:", "--store", "Activity=memory:",
+        ])
         let memoryPort = try #require(memory.port(), "\(memory.stderr.current)")
         #expect(try TestClient(port: memoryPort).send("POST", "/authors", json: #"{"name": "M"}"#).status == 201)
         memory.process.terminate()

@@ -1,8 +1,8 @@
 import Foundation
-@testable import StrataServer
 import Testing
 
 @testable import Strata
+@testable import StrataServer
 
 /// The `items` of a list response, as JSON objects.
 func items(_ response: ClientResponse) -> [[String: JSONValue]] {
@@ -17,7 +17,8 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         let client = fixture.client
 
         // Create an author and books.
-        let author = try client.send("POST", "/authors", json: #"{"name": "Ursula K. Le Guin", "email": "ursula@example.org"}"#)
+        let author = try client.send(
+            "POST", "/authors", json: #"{"name": "Ursula K. Le Guin", "email": "ursula@example.org"}"#)
         #expect(author.status == 201)
         let authorID = try #require(field(author, "id")?.doubleValue.map { Int64($0) })
         #expect(author.header("location") == "/authors/\(authorID)")
@@ -58,7 +59,10 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         #expect(try titles("/books?year=gt.1968&order=year") == ["The Left Hand of Darkness", "The Dispossessed"])
         #expect(try titles("/books?year=eq.1969") == ["The Left Hand of Darkness"])
         #expect(try titles("/books?year=neq.1969&order=year").count == 3)
-        #expect(try titles("/books?year=gte.1969&year=lte.1974&order=year.desc") == ["The Dispossessed", "The Left Hand of Darkness"])
+        #expect(
+            try titles("/books?year=gte.1969&year=lte.1974&order=year.desc") == [
+                "The Dispossessed", "The Left Hand of Darkness",
+            ])
         #expect(try titles("/books?year=lt.1969") == ["A Wizard of Earthsea"])
         #expect(try titles("/books?title=like.The*&order=title") == ["The Dispossessed", "The Left Hand of Darkness"])
         #expect(try titles("/books?title=ilike.*EARTHSEA") == ["A Wizard of Earthsea"])
@@ -66,9 +70,14 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         #expect(try titles("/books?year=is.null") == ["Unfinished"])
         #expect(try titles("/books?available=is.false") == ["The Dispossessed"])
         #expect(try titles("/books?available=is.true&order=title").count == 3)
-        #expect(try titles("/books?year=not.is.null&year=not.eq.1968&order=year") == ["The Left Hand of Darkness", "The Dispossessed"])
+        #expect(
+            try titles("/books?year=not.is.null&year=not.eq.1968&order=year") == [
+                "The Left Hand of Darkness", "The Dispossessed",
+            ])
         #expect(try titles("/books?author=eq.\(authorID)&order=year").count == 3)
-        #expect(try titles("/books?where=" + RESTService.escape("year BETWEEN {1960, 1970} AND title CONTAINS[c] 'left'")) == ["The Left Hand of Darkness"])
+        #expect(
+            try titles("/books?where=" + RESTService.escape("year BETWEEN {1960, 1970} AND title CONTAINS[c] 'left'"))
+                == ["The Left Hand of Darkness"])
         let page = try client.send("GET", "/books?order=title&limit=2&count=exact")
         #expect(items(page).count == 2)
         #expect(field(page, "total") == .integer(4))
@@ -79,7 +88,9 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         #expect(try titles("/books?order=title&offset=3") == ["Unfinished"])
 
         // Patch with If-Match; a stale one gets 412 as a problem.
-        let patched = try client.send("PATCH", "/books/\(earthsea)", json: #"{"rating": 4.8, "tags": []}"#, headers: ["If-Match": etag, "Content-Type": "application/merge-patch+json"])
+        let patched = try client.send(
+            "PATCH", "/books/\(earthsea)", json: #"{"rating": 4.8, "tags": []}"#,
+            headers: ["If-Match": etag, "Content-Type": "application/merge-patch+json"])
         #expect(patched.status == 200)
         #expect(field(patched, "rating") == .double(4.8))
         #expect(patched.header("etag") == "\"2\"")
@@ -92,7 +103,8 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         #expect(field(try client.send("PATCH", "/books/\(earthsea)", json: #"{"price": null}"#), "price") == .null)
 
         // Replace: left-out fields are reset.
-        let replaced = try client.send("PUT", "/books/\(earthsea)", json: #"{"title": "Earthsea", "author": \#(authorID)}"#)
+        let replaced = try client.send(
+            "PUT", "/books/\(earthsea)", json: #"{"title": "Earthsea", "author": \#(authorID)}"#)
         #expect(replaced.status == 200)
         #expect(field(replaced, "year") == .null)
         #expect(field(replaced, "format") == .string("paperback"))
@@ -112,7 +124,9 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         #expect(try client.send("GET", "/books/\(orphan)/author").status == 404)
 
         // A search log lands in the other store; the fetched property reads it from a Book.
-        let log = try client.send("POST", "/search-logs", json: #"{"query": "earthsea maps", "at": "2026-11-30T10:00:00.123456Z", "results": 1}"#)
+        let log = try client.send(
+            "POST", "/search-logs",
+            json: #"{"query": "earthsea maps", "at": "2026-11-30T10:00:00.123456Z", "results": 1}"#)
         #expect(log.status == 201)
         #expect(field(log, "at") == .string("2026-11-30T10:00:00.123456Z"))
         let searches = try client.send("GET", "/books/\(earthsea)/searches")
@@ -120,7 +134,8 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         #expect(items(searches).compactMap { $0["query"]?.stringValue } == ["earthsea maps"])
 
         // Prefer: return=minimal.
-        let minimal = try client.send("POST", "/tags", json: #"{"name": "classic"}"#, headers: ["Prefer": "return=minimal"])
+        let minimal = try client.send(
+            "POST", "/tags", json: #"{"name": "classic"}"#, headers: ["Prefer": "return=minimal"])
         #expect(minimal.status == 201 && minimal.body.isEmpty && minimal.header("location") != nil)
 
         // Batch across both stores, with a reference to an earlier operation.
@@ -137,7 +152,10 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
                 """#)
         #expect(batch.status == 200, "\(batch.text)")
         let results = field(batch, "results")?.arrayValue ?? []
-        #expect(results.compactMap { $0.objectValue?["status"] } == [.integer(201), .integer(201), .integer(200), .integer(201)])
+        #expect(
+            results.compactMap { $0.objectValue?["status"] } == [
+                .integer(201), .integer(201), .integer(200), .integer(201),
+            ])
         try #require(results.count == 4)
         let butler = results[0].objectValue?["body"]?.objectValue?["id"]
         #expect(results[1].objectValue?["body"]?.objectValue?["author"] == butler)

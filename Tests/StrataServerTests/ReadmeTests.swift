@@ -1,9 +1,8 @@
 import Foundation
 import Testing
 
-@testable import StrataServer
-
 @testable import Strata
+@testable import StrataServer
 
 /// One `curl` command of the README walkthrough with what it must answer.
 struct ReadmeStep {
@@ -57,7 +56,8 @@ func readmeSteps() throws -> [ReadmeStep] {
         let fixture = try ServerFixture()
         let bodyFile = fixture.folder.file("body.out").path
         for step in steps {
-            let command = step.command.replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(fixture.server.port)")
+            let command =
+                step.command.replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(fixture.server.port)")
                 + " -o '\(bodyFile)' -w '%{http_code}'"
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/bin/sh")

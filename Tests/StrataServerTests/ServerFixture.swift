@@ -32,7 +32,8 @@ final class ServerFixture: Sendable {
         options.durability = .normal
         modify(&options)
         let lines = logLines
-        server = StrataServerInstance(model: try ObjectModel.example, options: options, log: { line in lines.withLock { $0.append(line) } })
+        server = StrataServerInstance(
+            model: try ObjectModel.example, options: options, log: { line in lines.withLock { $0.append(line) } })
         try server.start()
         client = TestClient(port: server.port)
     }
@@ -55,7 +56,9 @@ func sqliteDump(_ url: URL) throws -> [String] {
     var lines: [String] = []
     for table in tables {
         lines += try db.query("SELECT * FROM \(SQLiteSchema.quote(table)) ORDER BY 1, 2") { statement in
-            "\(table): " + (0..<sqlite3ColumnCount(statement)).map { statement.isNull($0) ? "NULL" : statement.text($0) }.joined(separator: "|")
+            "\(table): "
+                + (0..<sqlite3ColumnCount(statement)).map { statement.isNull($0) ? "NULL" : statement.text($0) }.joined(
+                    separator: "|")
         }
     }
     return lines

@@ -30,12 +30,16 @@ struct TestClient {
             if headers["Content-Type"] == nil { headers["Content-Type"] = "application/json" }
             head += "Content-Length: \(body.count)\r\n"
         }
-        for (name, value) in headers.sorted(by: { $0.key < $1.key }) where !value.isEmpty { head += "\(name): \(value)\r\n" }
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) where !value.isEmpty {
+            head += "\(name): \(value)\r\n"
+        }
         head += "\r\n"
         return try exchange(Array(head.utf8) + (body ?? []))
     }
 
-    func send(_ method: String, _ target: String, json: String, headers: [String: String] = [:]) throws -> ClientResponse {
+    func send(_ method: String, _ target: String, json: String, headers: [String: String] = [:]) throws
+        -> ClientResponse
+    {
         try send(method, target, body: Array(json.utf8), headers: headers)
     }
 
@@ -51,7 +55,9 @@ struct TestClient {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else { throw TestClientError("connect failed: \(errno)") }
         var sent = 0
@@ -68,25 +74,33 @@ struct TestClient {
             received += buffer[0..<n]
             if let response = Self.parse(received), response.complete { return response.response }
         }
-        guard let response = Self.parse(received) else { throw TestClientError("no HTTP response (\(received.count) bytes)") }
+        guard let response = Self.parse(received) else {
+            throw TestClientError("no HTTP response (\(received.count) bytes)")
+        }
         return response.response
     }
 
     static func parse(_ bytes: [UInt8]) -> (response: ClientResponse, complete: Bool)? {
         let separator: [UInt8] = [13, 10, 13, 10]
-        guard let end = (0..<max(0, bytes.count - 3)).first(where: { Array(bytes[$0..<$0 + 4]) == separator }) else { return nil }
+        guard let end = (0..<max(0, bytes.count - 3)).first(where: { Array(bytes[$0..<$0 + 4]) == separator }) else {
+            return nil
+        }
         let head = String(decoding: bytes[0..<end], as: UTF8.self).components(separatedBy: "\r\n")
         let statusParts = head[0].split(separator: " ")
         guard statusParts.count >= 2, let status = Int(statusParts[1]) else { return nil }
         var headers: [String: String] = [:]
         for line in head.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         let body = Array(bytes[(end + 4)...])
         let length = headers["content-length"].flatMap(Int.init)
         let complete = length.map { body.count >= $0 } ?? false
-        return (ClientResponse(status: status, headers: headers, body: length.map { Array(body.prefix($0)) } ?? body), complete)
+        return (
+            ClientResponse(status: status, headers: headers, body: length.map { Array(body.prefix($0)) } ?? body),
+            complete
+        )
     }
 }
 

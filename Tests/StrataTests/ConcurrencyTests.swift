@@ -11,7 +11,9 @@ import Testing
     @Test func manyThreadsSavingChildrenIntoOneRoot() throws {
         let folder = TemporaryDirectory()
         let root = try StackKind.explicit.make(folder, mergePolicy: .objectTrump, durability: .normal)
-        let authors = try (0..<16).map { try root.insert("Author", values: ["name": .string("Shared \($0)"), "rank": .integer(1)]) }
+        let authors = try (0..<16).map {
+            try root.insert("Author", values: ["name": .string("Shared \($0)"), "rank": .integer(1)])
+        }
         try root.save()
         let sharedIDs = authors.map(\.objectID)
         let threads = 8
@@ -22,7 +24,8 @@ import Testing
                 do {
                     let child = root.newChildContext()
                     let author = try child.object(with: sharedIDs[(thread * saves + index) % sharedIDs.count])
-                    let book = try child.insert("Book", values: ["title": .string("t\(thread)-\(index)"), "year": .integer(Int64(index))])
+                    let book = try child.insert(
+                        "Book", values: ["title": .string("t\(thread)-\(index)"), "year": .integer(Int64(index))])
                     try book.setObject(author, forKey: "author")
                     try author.setValue(.string("t\(thread)@x.y"), forKey: "email")
                     try author.setValue(.integer(Int64(1 + (thread + index) % 10)), forKey: "rank")
@@ -41,9 +44,10 @@ import Testing
             #expect(try root.coordinator.relatedIDs(of: id, relationship: "books").count == total / sharedIDs.count)
             #expect(try root.object(with: id).objectIDs(forKey: "books").count == total / sharedIDs.count)
         }
-        let titles = Set(try root.coordinator.fetch(FetchRequest(entityName: "Book")).compactMap { row -> String? in
-            if case .string(let s) = row.attributes["title"] { s } else { nil }
-        })
+        let titles = Set(
+            try root.coordinator.fetch(FetchRequest(entityName: "Book")).compactMap { row -> String? in
+                if case .string(let s) = row.attributes["title"] { s } else { nil }
+            })
         #expect(titles.count == total)
         let stored = try #require(try root.coordinator.row(for: sharedIDs[0]))
         #expect(stored.version > 1)

@@ -44,13 +44,17 @@ enum StackKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     var testDescription: String { rawValue }
 
     /// A root context over SQLite stores for `Main` and `Logs` in `folder`.
-    func make(_ folder: TemporaryDirectory, mergePolicy: MergePolicy = .error, durability: StoreOptions.Durability = .full) throws -> ObjectContext {
+    func make(
+        _ folder: TemporaryDirectory, mergePolicy: MergePolicy = .error, durability: StoreOptions.Durability = .full
+    ) throws -> ObjectContext {
         let options = StoreOptions(durability: durability)
         switch self {
         case .explicit:
             let coordinator = StoreCoordinator(model: contextModel)
-            try coordinator.addStore(type: .sqlite, configuration: "Main", url: folder.file("main.sqlite"), options: options)
-            try coordinator.addStore(type: .sqlite, configuration: "Logs", url: folder.file("logs.sqlite"), options: options)
+            try coordinator.addStore(
+                type: .sqlite, configuration: "Main", url: folder.file("main.sqlite"), options: options)
+            try coordinator.addStore(
+                type: .sqlite, configuration: "Logs", url: folder.file("logs.sqlite"), options: options)
             return ObjectContext(coordinator: coordinator, mergePolicy: mergePolicy)
         case .container:
             var stores = PersistentContainer.sqliteStores(for: contextModel, in: folder.url)

@@ -15,7 +15,11 @@ import Testing
         try root.save()
         let child = root.newChildContext()
         let request = { (format: String) throws -> [String] in
-            titles(try child.fetch(FetchRequest(entityName: "Book", predicate: try FetchPredicate(format: format), sortDescriptors: [SortKey("title")])))
+            titles(
+                try child.fetch(
+                    FetchRequest(
+                        entityName: "Book", predicate: try FetchPredicate(format: format),
+                        sortDescriptors: [SortKey("title")])))
         }
         #expect(try request("author.name == 'Le Guin'") == ["Earthsea"])
         #expect(try request("ANY tags.name == 'fantasy'").isEmpty)
@@ -29,12 +33,23 @@ import Testing
         #expect(try request("NONE tags.name == 'fantasy'") == ["Earthsea"])
         #expect(try request("author == %@".replacingOccurrences(of: "%@", with: "nil")).isEmpty)
         let byObject = try FetchPredicate(format: "author == %@", .object(author.objectID))
-        #expect(titles(try child.fetch(FetchRequest(entityName: "Book", predicate: byObject, sortDescriptors: [SortKey("title")]))) == ["Earthsea", "Tehanu"])
+        #expect(
+            titles(
+                try child.fetch(
+                    FetchRequest(entityName: "Book", predicate: byObject, sortDescriptors: [SortKey("title")]))) == [
+                    "Earthsea", "Tehanu",
+                ])
         try child.save()
         try root.save()
         // After saving, the stores answer the same.
         let fresh = ObjectContext(coordinator: root.coordinator)
-        #expect(titles(try fresh.fetch(FetchRequest(entityName: "Book", predicate: try FetchPredicate(format: "ANY tags.name == 'fantasy'")))) == ["Tehanu"])
+        #expect(
+            titles(
+                try fresh.fetch(
+                    FetchRequest(
+                        entityName: "Book", predicate: try FetchPredicate(format: "ANY tags.name == 'fantasy'")))) == [
+                    "Tehanu"
+                ])
     }
 
     @Test(arguments: StackKind.allCases)

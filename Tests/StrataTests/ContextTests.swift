@@ -48,12 +48,16 @@ func titles(_ objects: [ManagedObject]) -> [String] { objects.map { $0.string("t
         }
         try root.save()
         let child = root.newChildContext()
-        let request = FetchRequest(entityName: "Book", predicate: .compare("year", .greater, .integer(1989)), sortDescriptors: [SortKey("year")])
+        let request = FetchRequest(
+            entityName: "Book", predicate: .compare("year", .greater, .integer(1989)),
+            sortDescriptors: [SortKey("year")])
         #expect(titles(try child.fetch(request)) == ["B", "A", "D"])
         try child.insert("Book", values: ["title": .string("E"), "year": .integer(1995)])
-        let c = try #require(try child.fetch(FetchRequest(entityName: "Book", predicate: .equal("title", .string("C")))).first)
+        let c = try #require(
+            try child.fetch(FetchRequest(entityName: "Book", predicate: .equal("title", .string("C")))).first)
         try c.setValue(.integer(2020), forKey: "year")
-        let a = try #require(try child.fetch(FetchRequest(entityName: "Book", predicate: .equal("title", .string("A")))).first)
+        let a = try #require(
+            try child.fetch(FetchRequest(entityName: "Book", predicate: .equal("title", .string("A")))).first)
         try child.delete(a)
         #expect(titles(try child.fetch(request)) == ["B", "E", "D", "C"])
         var window = request
@@ -165,7 +169,11 @@ func titles(_ objects: [ManagedObject]) -> [String] { objects.map { $0.string("t
         let folder = TemporaryDirectory()
         let root = try stack.make(folder)
         let child = root.newChildContext()
-        let author = try child.insert("Author", values: ["name": .string(String(repeating: "x", count: 21)), "email": .string("nope"), "rank": .integer(11)])
+        let author = try child.insert(
+            "Author",
+            values: [
+                "name": .string(String(repeating: "x", count: 21)), "email": .string("nope"), "rank": .integer(11),
+            ])
         let nameless = try child.insert("Book")
         let tag = try child.insert("Tag", values: ["name": .string("t")])
         for index in 0..<4 {
@@ -178,7 +186,11 @@ func titles(_ objects: [ManagedObject]) -> [String] { objects.map { $0.string("t
         } catch {
             #expect(error.code == .validation)
             let found = Set(error.failures.map { "\($0.entity).\($0.field):\($0.rule.rawValue)" })
-            #expect(found == ["Author.name:maxLength", "Author.email:regex", "Author.rank:max", "Book.title:required", "Tag.books:maxCount"])
+            #expect(
+                found == [
+                    "Author.name:maxLength", "Author.email:regex", "Author.rank:max", "Book.title:required",
+                    "Tag.books:maxCount",
+                ])
             #expect(error.failures.first { $0.field == "title" }?.objectID == nameless.objectID)
         }
         #expect(child.hasChanges)
@@ -242,7 +254,9 @@ func titles(_ objects: [ManagedObject]) -> [String] { objects.map { $0.string("t
         root.reset()
         #expect(try root.object(with: book.objectID).string("title") == "Kept")
         #expect(throws: ContextError.self) { try root.insert("Nope") }
-        #expect(throws: ContextError.self) { try root.object(with: ObjectID(store: "x", entity: "Book", primaryKey: 9)) }
+        #expect(throws: ContextError.self) {
+            try root.object(with: ObjectID(store: "x", entity: "Book", primaryKey: 9))
+        }
     }
 
     @Test(arguments: StackKind.allCases)

@@ -43,7 +43,10 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     var testDescription: String { rawValue }
 
     /// Opens a store of this kind in `folder`.
-    func open(_ folder: TemporaryDirectory, configuration: String? = nil, model: ObjectModel = conformanceModel, name: String = "store") throws
+    func open(
+        _ folder: TemporaryDirectory, configuration: String? = nil, model: ObjectModel = conformanceModel,
+        name: String = "store"
+    ) throws
         -> any PersistentStore
     {
         switch self {
@@ -54,7 +57,9 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 }
 
 /// A new row for `entity` in `store`, with attributes.
-func newRow(_ store: any PersistentStore, _ entity: String, _ attributes: [String: AttributeValue] = [:]) throws -> StoreRow {
+func newRow(_ store: any PersistentStore, _ entity: String, _ attributes: [String: AttributeValue] = [:]) throws
+    -> StoreRow
+{
     StoreRow(id: try store.newObjectIDs(entity: entity, count: 1)[0], attributes: attributes)
 }
 

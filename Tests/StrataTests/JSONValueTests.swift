@@ -4,7 +4,8 @@ import Testing
 
 @Suite struct JSONValueTests {
     @Test func parsesAndWritesExactly() throws {
-        let value = try JSONValue.parse(#"{"a": [1, -9223372036854775808, 2.5, true, null, "x\u00e9\ud83d\ude80\n"], "b": {}}"#)
+        let value = try JSONValue.parse(
+            #"{"a": [1, -9223372036854775808, 2.5, true, null, "x\u00e9\ud83d\ude80\n"], "b": {}}"#)
         #expect(value.objectValue?["a"]?.arrayValue?[1] == .integer(Int64.min))
         #expect(value.objectValue?["a"]?.arrayValue?[5] == .string("xé🚀\n"))
         #expect(try JSONValue.parse(value.jsonText) == value)

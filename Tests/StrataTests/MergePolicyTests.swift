@@ -15,7 +15,8 @@ import Testing
     func conflict(_ policy: MergePolicy, stack: StackKind) throws -> (Outcome, ContextError?, ObjectContext, ObjectID) {
         let folder = TemporaryDirectory()
         let setup = try stack.make(folder)
-        let author = try setup.insert("Author", values: ["name": .string("N"), "email": .string("a@x.y"), "rank": .integer(1)])
+        let author = try setup.insert(
+            "Author", values: ["name": .string("N"), "email": .string("a@x.y"), "rank": .integer(1)])
         try setup.save()
         let id = author.objectID
         let a = ObjectContext(coordinator: setup.coordinator, mergePolicy: policy)
@@ -46,7 +47,9 @@ import Testing
         let error = try #require(failure)
         #expect(error.code == .conflict)
         #expect(error.conflicts == [VersionConflict(id: id, expectedVersion: 1, storedVersion: 2)])
-        #expect(error.message.contains(id.uri) && error.message.contains("expected version 1") && error.message.contains("store has 2"))
+        #expect(
+            error.message.contains(id.uri) && error.message.contains("expected version 1")
+                && error.message.contains("store has 2"))
         #expect(outcome == Outcome(name: "N", email: "b@x.y", rank: 2))
         #expect(context.hasChanges)
     }
@@ -88,7 +91,8 @@ import Testing
         let folder = TemporaryDirectory()
         let blocker = folder.file("not-a-folder")
         try Data("x".utf8).write(to: blocker)
-        let bad = StoreDescription(type: .sqlite, configuration: "Logs", url: blocker.appendingPathComponent("logs.sqlite"))
+        let bad = StoreDescription(
+            type: .sqlite, configuration: "Logs", url: blocker.appendingPathComponent("logs.sqlite"))
         let good = StoreDescription(type: .sqlite, configuration: "Main", url: folder.file("main.sqlite"))
         do {
             _ = try PersistentContainer(model: contextModel, stores: [good, bad])
@@ -112,7 +116,8 @@ import Testing
 
     @Test func backgroundContextsShareTheCoordinator() async throws {
         let folder = TemporaryDirectory()
-        let container = try PersistentContainer(model: contextModel, stores: PersistentContainer.sqliteStores(for: contextModel, in: folder.url))
+        let container = try PersistentContainer(
+            model: contextModel, stores: PersistentContainer.sqliteStores(for: contextModel, in: folder.url))
         let id = try await container.performBackgroundTask { context in
             let visit = try context.insert("Visit", values: ["path": .string("/x")])
             try context.save()

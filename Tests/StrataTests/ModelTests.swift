@@ -18,7 +18,8 @@ func issues(_ json: String) -> [ModelIssue] {
 
 /// A model with two entities related by `author`/`books`, with room for changes.
 func pairModel(
-    bookExtra: String = "", authorRelationship: String = #"{"name": "books", "destination": "Book", "toMany": true, "inverse": "author"}"#,
+    bookExtra: String = "",
+    authorRelationship: String = #"{"name": "books", "destination": "Book", "toMany": true, "inverse": "author"}"#,
     configurations: String = "[]"
 ) -> String {
     """
@@ -70,7 +71,8 @@ func pairModel(
         #expect(ObjectModel.derivedResourcePath("Box") == "boxes")
         #expect(ObjectModel.derivedResourcePath("Day") == "days")
         #expect(ObjectModel.derivedResourcePath("HTTPLog") == "http-logs")
-        let custom = try model(pairModel().replacingOccurrences(of: #""name": "Book","#, with: #""name": "Book", "resource": "volumes","#))
+        let custom = try model(
+            pairModel().replacingOccurrences(of: #""name": "Book","#, with: #""name": "Book", "resource": "volumes","#))
         #expect(custom.resourcePath(of: "Book") == "volumes")
         #expect(custom.resourcePath(of: "Author") == "authors")
     }
@@ -96,7 +98,8 @@ func pairModel(
         let folder = TemporaryDirectory()
         let catalog = folder.file("catalog.json")
         let activity = folder.file("activity.json")
-        try Data(pairModel(configurations: #"[{"name": "Catalog", "entities": ["Author", "Book"]}]"#).utf8).write(to: catalog)
+        try Data(pairModel(configurations: #"[{"name": "Catalog", "entities": ["Author", "Book"]}]"#).utf8).write(
+            to: catalog)
         try Data(
             #"""
             {"name": "Logs", "entities": [{"name": "SearchLog", "attributes": [{"name": "query", "type": "string"}]}],
@@ -139,46 +142,60 @@ func pairModel(
 @Suite struct ModelValidationTests {
     /// Expects exactly one issue with `code` at `entity`.`property`, and returns its message.
     @discardableResult
-    func expectIssue(_ json: String, _ code: ModelIssue.Code, entity: String?, property: String?, sourceLocation: SourceLocation = #_sourceLocation) -> String {
+    func expectIssue(
+        _ json: String, _ code: ModelIssue.Code, entity: String?, property: String?,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> String {
         let found = issues(json)
         let match = found.first { $0.code == code && $0.entity == entity && $0.property == property }
-        #expect(match != nil, "expected \(code) at \(entity ?? "-").\(property ?? "-"), got \(found)", sourceLocation: sourceLocation)
+        #expect(
+            match != nil, "expected \(code) at \(entity ?? "-").\(property ?? "-"), got \(found)",
+            sourceLocation: sourceLocation)
         return match?.message ?? ""
     }
 
     @Test func unknownType() {
-        let message = expectIssue(pairModel(bookExtra: #", {"name": "pages", "type": "int"}"#), .unknownType, entity: "Book", property: "pages")
+        let message = expectIssue(
+            pairModel(bookExtra: #", {"name": "pages", "type": "int"}"#), .unknownType, entity: "Book",
+            property: "pages")
         #expect(message.contains("'int'"))
     }
 
     @Test func missingInverse() {
         expectIssue(
-            pairModel(authorRelationship: #"{"name": "books", "destination": "Book", "toMany": true}"#), .missingInverse,
+            pairModel(authorRelationship: #"{"name": "books", "destination": "Book", "toMany": true}"#),
+            .missingInverse,
             entity: "Author", property: "books")
         expectIssue(
-            pairModel(authorRelationship: #"{"name": "books", "destination": "Book", "toMany": true, "inverse": "writer"}"#),
+            pairModel(
+                authorRelationship: #"{"name": "books", "destination": "Book", "toMany": true, "inverse": "writer"}"#),
             .missingInverse, entity: "Author", property: "books")
     }
 
     @Test func mismatchedInverse() {
         let json = pairModel(
             bookExtra: "",
-            authorRelationship: #"{"name": "books", "destination": "Book", "toMany": true, "inverse": "author"}, {"name": "favourite", "destination": "Book", "inverse": "author"}"#
+            authorRelationship:
+                #"{"name": "books", "destination": "Book", "toMany": true, "inverse": "author"}, {"name": "favourite", "destination": "Book", "inverse": "author"}"#
         )
         expectIssue(json, .mismatchedInverse, entity: "Author", property: "favourite")
     }
 
     @Test func relationshipAcrossConfigurationsSaysUseAFetchedProperty() {
-        let json = pairModel(configurations: #"[{"name": "A", "entities": ["Author"]}, {"name": "B", "entities": ["Book"]}]"#)
+        let json = pairModel(
+            configurations: #"[{"name": "A", "entities": ["Author"]}, {"name": "B", "entities": ["Book"]}]"#)
         let message = expectIssue(json, .crossConfigurationRelationship, entity: "Book", property: "author")
         #expect(message.contains("fetched property"))
     }
 
     @Test func duplicateNames() {
-        expectIssue(pairModel(bookExtra: #", {"name": "title", "type": "integer32"}"#), .duplicateName, entity: "Book", property: "title")
+        expectIssue(
+            pairModel(bookExtra: #", {"name": "title", "type": "integer32"}"#), .duplicateName, entity: "Book",
+            property: "title")
         let twice = #"{"entities": [{"name": "A"}, {"name": "A"}]}"#
         expectIssue(twice, .duplicateName, entity: "A", property: nil)
-        let configurations = pairModel(configurations: #"[{"name": "C", "entities": ["Author", "Book"]}, {"name": "C", "entities": []}]"#)
+        let configurations = pairModel(
+            configurations: #"[{"name": "C", "entities": ["Author", "Book"]}, {"name": "C", "entities": []}]"#)
         expectIssue(configurations, .duplicateName, entity: nil, property: "C")
         let inherited = #"""
             {"entities": [{"name": "P", "attributes": [{"name": "x", "type": "string"}]},
@@ -193,50 +210,79 @@ func pairModel(
     }
 
     @Test func minGreaterThanMax() {
-        expectIssue(pairModel(bookExtra: #", {"name": "year", "type": "integer32", "min": 10, "max": 5}"#), .minGreaterThanMax, entity: "Book", property: "year")
-        expectIssue(pairModel(bookExtra: #", {"name": "code", "type": "string", "minLength": 10, "maxLength": 5}"#), .minGreaterThanMax, entity: "Book", property: "code")
         expectIssue(
-            pairModel(authorRelationship: #"{"name": "books", "destination": "Book", "toMany": true, "inverse": "author", "minCount": 3, "maxCount": 1}"#),
+            pairModel(bookExtra: #", {"name": "year", "type": "integer32", "min": 10, "max": 5}"#), .minGreaterThanMax,
+            entity: "Book", property: "year")
+        expectIssue(
+            pairModel(bookExtra: #", {"name": "code", "type": "string", "minLength": 10, "maxLength": 5}"#),
+            .minGreaterThanMax, entity: "Book", property: "code")
+        expectIssue(
+            pairModel(
+                authorRelationship:
+                    #"{"name": "books", "destination": "Book", "toMany": true, "inverse": "author", "minCount": 3, "maxCount": 1}"#
+            ),
             .minGreaterThanMax, entity: "Author", property: "books")
         expectIssue(
-            pairModel(bookExtra: #", {"name": "at", "type": "date", "min": "2020-01-01T00:00:00Z", "max": "2019-01-01T00:00:00Z"}"#),
+            pairModel(
+                bookExtra:
+                    #", {"name": "at", "type": "date", "min": "2020-01-01T00:00:00Z", "max": "2019-01-01T00:00:00Z"}"#),
             .minGreaterThanMax, entity: "Book", property: "at")
     }
 
     @Test func invalidRegex() {
-        expectIssue(pairModel(bookExtra: #", {"name": "isbn", "type": "string", "regex": "([0-9"}"#), .invalidRegex, entity: "Book", property: "isbn")
+        expectIssue(
+            pairModel(bookExtra: #", {"name": "isbn", "type": "string", "regex": "([0-9"}"#), .invalidRegex,
+            entity: "Book", property: "isbn")
     }
 
     @Test func resourcePathCollisions() {
-        let system = pairModel().replacingOccurrences(of: #""name": "Book","#, with: #""name": "Book", "resource": "metrics","#)
+        let system = pairModel().replacingOccurrences(
+            of: #""name": "Book","#, with: #""name": "Book", "resource": "metrics","#)
         #expect(expectIssue(system, .resourceCollision, entity: "Book", property: nil).contains("/metrics"))
-        let batch = pairModel().replacingOccurrences(of: #""name": "Book","#, with: #""name": "Book", "resource": "_batch","#)
+        let batch = pairModel().replacingOccurrences(
+            of: #""name": "Book","#, with: #""name": "Book", "resource": "_batch","#)
         expectIssue(batch, .resourceCollision, entity: "Book", property: nil)
-        let twice = pairModel().replacingOccurrences(of: #""name": "Book","#, with: #""name": "Book", "resource": "authors","#)
+        let twice = pairModel().replacingOccurrences(
+            of: #""name": "Book","#, with: #""name": "Book", "resource": "authors","#)
         #expect(expectIssue(twice, .resourceCollision, entity: "Book", property: nil).contains("Author"))
-        let slash = pairModel().replacingOccurrences(of: #""name": "Book","#, with: #""name": "Book", "resource": "a/b","#)
+        let slash = pairModel().replacingOccurrences(
+            of: #""name": "Book","#, with: #""name": "Book", "resource": "a/b","#)
         expectIssue(slash, .invalidName, entity: "Book", property: nil)
     }
 
     @Test func otherRules() {
-        expectIssue(pairModel(bookExtra: #", {"name": "id", "type": "string"}"#), .reservedName, entity: "Book", property: "id")
-        expectIssue(pairModel(bookExtra: #", {"name": "bad name", "type": "string"}"#), .invalidName, entity: "Book", property: "bad name")
-        expectIssue(pairModel(bookExtra: #", {"name": "n", "type": "integer16", "default": 70000}"#), .invalidDefault, entity: "Book", property: "n")
-        expectIssue(pairModel(bookExtra: #", {"name": "n", "type": "string", "optinal": true}"#), .unknownKey, entity: "Book", property: "n")
-        expectIssue(#"{"entities": [{"name": "A", "parent": "Z"}]}"#, .unknownEntity, entity: "A", property: nil)
-        expectIssue(#"{"entities": [{"name": "A", "parent": "B"}, {"name": "B", "parent": "A"}]}"#, .inheritanceCycle, entity: "A", property: nil)
-        expectIssue(#"{"entities": [{"name": "A", "uniqueness": [["nope"]]}]}"#, .unknownProperty, entity: "A", property: "nope")
         expectIssue(
-            #"{"entities": [{"name": "A", "relationships": [{"name": "b", "destination": "B", "inverse": "a"}]}]}"#, .unknownEntity,
+            pairModel(bookExtra: #", {"name": "id", "type": "string"}"#), .reservedName, entity: "Book", property: "id")
+        expectIssue(
+            pairModel(bookExtra: #", {"name": "bad name", "type": "string"}"#), .invalidName, entity: "Book",
+            property: "bad name")
+        expectIssue(
+            pairModel(bookExtra: #", {"name": "n", "type": "integer16", "default": 70000}"#), .invalidDefault,
+            entity: "Book", property: "n")
+        expectIssue(
+            pairModel(bookExtra: #", {"name": "n", "type": "string", "optinal": true}"#), .unknownKey, entity: "Book",
+            property: "n")
+        expectIssue(#"{"entities": [{"name": "A", "parent": "Z"}]}"#, .unknownEntity, entity: "A", property: nil)
+        expectIssue(
+            #"{"entities": [{"name": "A", "parent": "B"}, {"name": "B", "parent": "A"}]}"#, .inheritanceCycle,
+            entity: "A", property: nil)
+        expectIssue(
+            #"{"entities": [{"name": "A", "uniqueness": [["nope"]]}]}"#, .unknownProperty, entity: "A", property: "nope"
+        )
+        expectIssue(
+            #"{"entities": [{"name": "A", "relationships": [{"name": "b", "destination": "B", "inverse": "a"}]}]}"#,
+            .unknownEntity,
             entity: "A", property: "b")
         expectIssue(
-            pairModel(configurations: #"[{"name": "Default", "entities": ["Author", "Book"]}]"#), .reservedName, entity: nil,
+            pairModel(configurations: #"[{"name": "Default", "entities": ["Author", "Book"]}]"#), .reservedName,
+            entity: nil,
             property: "Default")
     }
 
     @Test func everyProblemIsReportedAtOnce() {
         let json = pairModel(
-            bookExtra: #", {"name": "year", "type": "integer32", "min": 10, "max": 5}, {"name": "isbn", "type": "string", "regex": "("}"#,
+            bookExtra:
+                #", {"name": "year", "type": "integer32", "min": 10, "max": 5}, {"name": "isbn", "type": "string", "regex": "("}"#,
             configurations: #"[{"name": "C", "entities": ["Author", "Book", "Ghost"]}]"#)
         let found = Set(issues(json).map(\.code))
         #expect(found == [.minGreaterThanMax, .invalidRegex, .unknownConfigurationEntity])
@@ -280,7 +326,8 @@ func pairModel(
         let relationshipChange = try model(
             pairModel(
                 bookExtra: #", {"name": "year", "type": "integer32"}"#,
-                authorRelationship: #"{"name": "books", "destination": "Book", "toMany": true, "ordered": true, "inverse": "author"}"#))
+                authorRelationship:
+                    #"{"name": "books", "destination": "Book", "toMany": true, "ordered": true, "inverse": "author"}"#))
         #expect(relationshipChange.versionHash(of: "Author") != base.versionHash(of: "Author"))
     }
 

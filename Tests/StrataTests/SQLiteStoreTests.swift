@@ -11,7 +11,8 @@ import Testing
         let db = try SQLiteConnection(path: url.path, readOnly: true)
         let tables = try db.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") { $0.text(0) }
         #expect(tables == ["Visit", "_strata_metadata"])
-        let metadata = Dictionary(uniqueKeysWithValues: try db.query("SELECT key, value FROM _strata_metadata") { ($0.text(0), $0.text(1)) })
+        let metadata = Dictionary(
+            uniqueKeysWithValues: try db.query("SELECT key, value FROM _strata_metadata") { ($0.text(0), $0.text(1)) })
         #expect(metadata["uuid"] == store.identifier)
         #expect(metadata["configuration"] == "Logs")
         #expect(metadata["modelVersion"] == "1")
@@ -40,8 +41,10 @@ import Testing
         _ = try SQLiteStore(model: conformanceModel, configuration: "Main", url: url)
         let changed = try ObjectModel.load(
             json: Array(
-                conformanceModelJSON.replacingOccurrences(of: #"{"name": "label", "type": "string"}"#, with: #"{"name": "label", "type": "integer64"}"#)
-                    .utf8))
+                conformanceModelJSON.replacingOccurrences(
+                    of: #"{"name": "label", "type": "string"}"#, with: #"{"name": "label", "type": "integer64"}"#
+                )
+                .utf8))
         do {
             _ = try SQLiteStore(model: changed, configuration: "Main", url: url)
             Issue.record("opened a store with an incompatible model")
@@ -70,7 +73,8 @@ import Testing
         } catch {
             #expect(error.code == .incompatibleModel)
         }
-        try Data("not a database at all, just text that is long enough to have a header".utf8).write(to: folder.file("text.sqlite"))
+        try Data("not a database at all, just text that is long enough to have a header".utf8).write(
+            to: folder.file("text.sqlite"))
         do {
             _ = try SQLiteStore(model: conformanceModel, configuration: nil, url: folder.file("text.sqlite"))
             Issue.record("opened a text file")

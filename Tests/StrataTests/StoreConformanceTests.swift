@@ -55,7 +55,10 @@ import Testing
         let store = try kind.open(folder)
         let author = try newRow(store, "Author", ["name": .string("Le Guin")])
         try store.save(StoreChanges(inserts: [author]))
-        let versions = try store.save(StoreChanges(updates: [StoreUpdate(id: author.id, expectedVersion: 1, attributes: ["name": .string("Ursula")])]))
+        let versions = try store.save(
+            StoreChanges(updates: [
+                StoreUpdate(id: author.id, expectedVersion: 1, attributes: ["name": .string("Ursula")])
+            ]))
         #expect(versions[author.id] == 2)
         #expect(try store.row(for: author.id)?.attributes["name"] == .string("Ursula"))
         // A stale update and a stale delete are both reported, and nothing is written.
@@ -69,15 +72,19 @@ import Testing
             Issue.record("a stale save succeeded")
         } catch {
             #expect(error.code == .conflict)
-            #expect(Set(error.conflicts) == [
-                VersionConflict(id: author.id, expectedVersion: 1, storedVersion: 2),
-                VersionConflict(id: other.id, expectedVersion: 7, storedVersion: 1),
-            ])
+            #expect(
+                Set(error.conflicts) == [
+                    VersionConflict(id: author.id, expectedVersion: 1, storedVersion: 2),
+                    VersionConflict(id: other.id, expectedVersion: 7, storedVersion: 1),
+                ])
         }
         #expect(try store.row(for: author.id)?.attributes["name"] == .string("Ursula"))
         #expect(try store.row(for: other.id) != nil)
         // No expected version: overwrite.
-        try store.save(StoreChanges(updates: [StoreUpdate(id: author.id, expectedVersion: nil, attributes: ["name": .string("Forced")])]))
+        try store.save(
+            StoreChanges(updates: [
+                StoreUpdate(id: author.id, expectedVersion: nil, attributes: ["name": .string("Forced")])
+            ]))
         #expect(try store.row(for: author.id)?.version == 3)
         try store.save(StoreChanges(deletes: [StoreDeletion(id: other.id, expectedVersion: 1)]))
         #expect(try store.row(for: other.id) == nil)
@@ -150,7 +157,8 @@ import Testing
 
         #expect(try store.relatedIDs(of: author.id, relationship: "books") == books.map(\.id))
         #expect(try store.row(for: books[0].id)?.toOne["author"] == .some(author.id))
-        #expect(Set(try store.relatedIDs(of: red.id, relationship: "books")) == [books[0].id, books[1].id, books[2].id])
+        #expect(
+            Set(try store.relatedIDs(of: red.id, relationship: "books")) == [books[0].id, books[1].id, books[2].id])
         #expect(try store.relatedIDs(of: books[1].id, relationship: "tags").contains(red.id))
         #expect(try store.relatedIDs(of: books[1].id, relationship: "tags").contains(blue.id))
         #expect(try store.relatedIDs(of: books[0].id, relationship: "tags") == [red.id])
@@ -158,14 +166,22 @@ import Testing
         #expect(try store.relatedIDs(of: shelf.id, relationship: "items") == [items[2].id, items[0].id, items[1].id])
         #expect(try store.row(for: items[1].id)?.id.entityName == "Photo")
         // Reorder, then delete a member: the join rows go with it.
-        try store.save(StoreChanges(updates: [StoreUpdate(id: shelf.id, expectedVersion: 1, toMany: ["items": [items[1].id, items[2].id, items[0].id]])]))
+        try store.save(
+            StoreChanges(updates: [
+                StoreUpdate(
+                    id: shelf.id, expectedVersion: 1, toMany: ["items": [items[1].id, items[2].id, items[0].id]])
+            ]))
         #expect(try store.relatedIDs(of: shelf.id, relationship: "items") == [items[1].id, items[2].id, items[0].id])
-        try store.save(StoreChanges(deletes: [StoreDeletion(id: items[2].id, expectedVersion: 1), StoreDeletion(id: books[0].id, expectedVersion: 1)]))
+        try store.save(
+            StoreChanges(deletes: [
+                StoreDeletion(id: items[2].id, expectedVersion: 1), StoreDeletion(id: books[0].id, expectedVersion: 1),
+            ]))
         #expect(try store.relatedIDs(of: shelf.id, relationship: "items") == [items[1].id, items[0].id])
         #expect(Set(try store.relatedIDs(of: red.id, relationship: "books")) == [books[1].id, books[2].id])
         #expect(try store.relatedIDs(of: author.id, relationship: "books") == [books[1].id, books[2].id])
         // Moving a book to no author.
-        try store.save(StoreChanges(updates: [StoreUpdate(id: books[1].id, expectedVersion: 1, toOne: ["author": nil])]))
+        try store.save(
+            StoreChanges(updates: [StoreUpdate(id: books[1].id, expectedVersion: 1, toOne: ["author": nil])]))
         #expect(try store.relatedIDs(of: author.id, relationship: "books") == [books[2].id])
     }
 
@@ -209,10 +225,12 @@ import Testing
         var rows: [StoreRow] = []
         for (title, year, price) in books {
             rows.append(
-                try newRow(store, "Book", [
-                    "title": .string(title), "year": year.map { .integer($0) } ?? .null,
-                    "price": .decimal(Decimal(string: price)!), "available": .boolean(year != nil),
-                ]))
+                try newRow(
+                    store, "Book",
+                    [
+                        "title": .string(title), "year": year.map { .integer($0) } ?? .null,
+                        "price": .decimal(Decimal(string: price)!), "available": .boolean(year != nil),
+                    ]))
         }
         try store.save(StoreChanges(inserts: rows))
         func titles(_ predicate: FetchPredicate, sort: [SortKey] = [SortKey("title")]) throws -> [String] {
@@ -220,37 +238,75 @@ import Testing
                 if case .string(let s) = $0.attributes["title"] { s } else { nil }
             }
         }
-        #expect(try titles(.compare("year", .greater, .integer(1966))) == ["Kindred", "dune messiah", "x'); DROP TABLE Book; --"])
+        #expect(
+            try titles(.compare("year", .greater, .integer(1966))) == [
+                "Kindred", "dune messiah", "x'); DROP TABLE Book; --",
+            ])
         #expect(try titles(.equal("year", .null)) == ["Émile"])
         #expect(try titles(.compare("year", .notEqual, .integer(1965))).count == 4)
         #expect(try titles(.not(.compare("year", .less, .integer(1970)))).count == 3)
-        #expect(try titles(.compare("title", .beginsWith, .string("dune"), options: .caseInsensitive)) == ["Dune", "dune messiah"])
-        #expect(try titles(.compare("title", .equal, .string("emile"), options: [.caseInsensitive, .diacriticInsensitive])) == ["Émile"])
-        #expect(try titles(.compare("title", .like, .string("*d?ne*"), options: .caseInsensitive)) == ["Dune", "dune messiah"])
+        #expect(
+            try titles(.compare("title", .beginsWith, .string("dune"), options: .caseInsensitive)) == [
+                "Dune", "dune messiah",
+            ])
+        #expect(
+            try titles(.compare("title", .equal, .string("emile"), options: [.caseInsensitive, .diacriticInsensitive]))
+                == ["Émile"])
+        #expect(
+            try titles(.compare("title", .like, .string("*d?ne*"), options: .caseInsensitive)) == [
+                "Dune", "dune messiah",
+            ])
         #expect(try titles(.compare("title", .matches, .string("K.*d"))) == ["Kindred"])
         #expect(try titles(.compare("title", .contains, .string("DROP TABLE"))) == ["x'); DROP TABLE Book; --"])
         #expect(try titles(.equal("title", .string("x'); DROP TABLE Book; --"))) == ["x'); DROP TABLE Book; --"])
-        #expect(try titles(.comparison(Comparison(.keyPath("year"), .in, .list([.constant(.integer(1965)), .constant(.integer(1979))])))) == ["Dune", "Kindred"])
-        #expect(try titles(.comparison(Comparison(.keyPath("year"), .between, .list([.constant(.integer(1960)), .constant(.integer(1970))])))) == ["Dune", "dune messiah"])
+        #expect(
+            try titles(
+                .comparison(
+                    Comparison(.keyPath("year"), .in, .list([.constant(.integer(1965)), .constant(.integer(1979))]))))
+                == ["Dune", "Kindred"])
+        #expect(
+            try titles(
+                .comparison(
+                    Comparison(
+                        .keyPath("year"), .between, .list([.constant(.integer(1960)), .constant(.integer(1970))]))))
+                == ["Dune", "dune messiah"])
         #expect(try titles(.equal("price", .decimal(Decimal(string: "12.5")!))) == ["Dune", "Kindred"])
         #expect(try titles(.compare("price", .greater, .integer(10))) == ["Dune", "Kindred", "Émile"])
-        #expect(try titles(.and([.equal("available", .boolean(true)), .compare("year", .less, .integer(1970))])) == ["Dune", "dune messiah"])
+        #expect(
+            try titles(.and([.equal("available", .boolean(true)), .compare("year", .less, .integer(1970))])) == [
+                "Dune", "dune messiah",
+            ])
         #expect(try titles(.or([.equal("year", .integer(1965)), .equal("year", .null)])) == ["Dune", "Émile"])
         // Sorting: binary order by default (uppercase before lowercase, É after ASCII), nil first.
         #expect(try titles(.always) == ["Dune", "Kindred", "dune messiah", "x'); DROP TABLE Book; --", "Émile"])
-        #expect(try titles(.always, sort: [SortKey("title", caseInsensitive: true)]).prefix(2) == ["Dune", "dune messiah"])
+        #expect(
+            try titles(.always, sort: [SortKey("title", caseInsensitive: true)]).prefix(2) == ["Dune", "dune messiah"])
         #expect(try titles(.always, sort: [SortKey("year", ascending: false)]).last == "Émile")
         #expect(try titles(.always, sort: [SortKey("year")]).first == "Émile")
-        #expect(try titles(.always, sort: [SortKey("price"), SortKey("title")]) == ["x'); DROP TABLE Book; --", "dune messiah", "Dune", "Kindred", "Émile"])
-        let window = try store.fetch(FetchRequest(entityName: "Book", sortDescriptors: [SortKey("title")], fetchLimit: 2, fetchOffset: 1))
+        #expect(
+            try titles(.always, sort: [SortKey("price"), SortKey("title")]) == [
+                "x'); DROP TABLE Book; --", "dune messiah", "Dune", "Kindred", "Émile",
+            ])
+        let window = try store.fetch(
+            FetchRequest(entityName: "Book", sortDescriptors: [SortKey("title")], fetchLimit: 2, fetchOffset: 1))
         #expect(window.map { $0.attributes["title"] } == [.string("Kindred"), .string("dune messiah")])
-        #expect(try store.count(FetchRequest(entityName: "Book", predicate: .compare("year", .greaterOrEqual, .integer(1969)), fetchLimit: 1)) == 3)
+        #expect(
+            try store.count(
+                FetchRequest(
+                    entityName: "Book", predicate: .compare("year", .greaterOrEqual, .integer(1969)), fetchLimit: 1))
+                == 3)
         // The table survived the metacharacters.
         #expect(try store.count(FetchRequest(entityName: "Book")) == 5)
         // Bad requests are errors, not crashes.
-        #expect(throws: StoreError.self) { try store.fetch(FetchRequest(entityName: "Book", predicate: .equal("nope", .integer(1)))) }
-        #expect(throws: StoreError.self) { try store.fetch(FetchRequest(entityName: "Book", predicate: .equal("year", .string("abc")))) }
-        #expect(throws: StoreError.self) { try store.fetch(FetchRequest(entityName: "Book", sortDescriptors: [SortKey("nope")])) }
+        #expect(throws: StoreError.self) {
+            try store.fetch(FetchRequest(entityName: "Book", predicate: .equal("nope", .integer(1))))
+        }
+        #expect(throws: StoreError.self) {
+            try store.fetch(FetchRequest(entityName: "Book", predicate: .equal("year", .string("abc"))))
+        }
+        #expect(throws: StoreError.self) {
+            try store.fetch(FetchRequest(entityName: "Book", sortDescriptors: [SortKey("nope")]))
+        }
         #expect(throws: StoreError.self) { try store.fetch(FetchRequest(entityName: "Nope")) }
     }
 
@@ -266,8 +322,12 @@ import Testing
         let byAuthor = FetchPredicate.comparison(Comparison(.keyPath("author"), .equal, .object(author.id)))
         #expect(try store.fetch(FetchRequest(entityName: "Book", predicate: byAuthor)).map(\.id) == [owned.id])
         #expect(try store.fetch(FetchRequest(entityName: "Book", predicate: .not(byAuthor))).map(\.id) == [orphan.id])
-        #expect(try store.fetch(FetchRequest(entityName: "Book", predicate: .equal("author", .null))).map(\.id) == [orphan.id])
-        let foreign = FetchPredicate.comparison(Comparison(.keyPath("author"), .equal, .object(ObjectID(store: "x", entity: "Author", primaryKey: 1))))
+        #expect(
+            try store.fetch(FetchRequest(entityName: "Book", predicate: .equal("author", .null))).map(\.id) == [
+                orphan.id
+            ])
+        let foreign = FetchPredicate.comparison(
+            Comparison(.keyPath("author"), .equal, .object(ObjectID(store: "x", entity: "Author", primaryKey: 1))))
         #expect(try store.fetch(FetchRequest(entityName: "Book", predicate: foreign)).isEmpty)
     }
 

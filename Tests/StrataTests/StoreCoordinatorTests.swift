@@ -5,10 +5,14 @@ import Testing
 
 @Suite struct StoreCoordinatorTests {
     /// The example model with its two configurations in two SQLite files.
-    func exampleStack(_ folder: TemporaryDirectory) throws -> (StoreCoordinator, any PersistentStore, any PersistentStore) {
+    func exampleStack(_ folder: TemporaryDirectory) throws -> (
+        StoreCoordinator, any PersistentStore, any PersistentStore
+    ) {
         let coordinator = StoreCoordinator(model: try ObjectModel.example)
-        let catalog = try coordinator.addStore(type: .sqlite, configuration: "Catalog", url: folder.file("catalog.sqlite"))
-        let activity = try coordinator.addStore(type: .sqlite, configuration: "Activity", url: folder.file("activity.sqlite"))
+        let catalog = try coordinator.addStore(
+            type: .sqlite, configuration: "Catalog", url: folder.file("catalog.sqlite"))
+        let activity = try coordinator.addStore(
+            type: .sqlite, configuration: "Activity", url: folder.file("activity.sqlite"))
         return (coordinator, catalog, activity)
     }
 
@@ -21,7 +25,8 @@ import Testing
         #expect(try coordinator.storeForInsert(of: "Tag") === catalog)
 
         let author = StoreRow(id: .temporary(entity: "Author"), attributes: ["name": .string("Butler")])
-        let book = StoreRow(id: .temporary(entity: "Book"), attributes: ["title": .string("Kindred")], toOne: ["author": author.id])
+        let book = StoreRow(
+            id: .temporary(entity: "Book"), attributes: ["title": .string("Kindred")], toOne: ["author": author.id])
         let log = StoreRow(id: .temporary(entity: "SearchLog"), attributes: ["query": .string("kindred")])
         let result = try coordinator.save(SaveRequest(inserts: [book, author, log]))
         let bookID = try #require(result.permanentIDs[book.id])
@@ -45,7 +50,8 @@ import Testing
     @Test func addingTheSameFileTwice() throws {
         let folder = TemporaryDirectory()
         let (coordinator, catalog, _) = try exampleStack(folder)
-        let again = try coordinator.addStore(type: .sqlite, configuration: "Catalog", url: folder.file("./catalog.sqlite"))
+        let again = try coordinator.addStore(
+            type: .sqlite, configuration: "Catalog", url: folder.file("./catalog.sqlite"))
         #expect(again === catalog)
         #expect(coordinator.stores.count == 2)
         do {
@@ -78,11 +84,15 @@ import Testing
         #expect(saved.permanentIDs[tag.id]?.storeIdentifier == second.identifier)
         let other = StoreRow(id: .temporary(entity: "Tag"), attributes: ["name": .string("b")])
         let third = StoreRow(id: .temporary(entity: "Tag"), attributes: ["name": .string("c")])
-        _ = try coordinator.save(SaveRequest(inserts: [other, third], assignments: [other.id: first.identifier, third.id: second.identifier]))
+        _ = try coordinator.save(
+            SaveRequest(
+                inserts: [other, third], assignments: [other.id: first.identifier, third.id: second.identifier]))
         // Fetches span both stores, sorted and windowed as one.
-        let all = try coordinator.fetch(FetchRequest(entityName: "Tag", sortDescriptors: [SortKey("name", ascending: false)]))
+        let all = try coordinator.fetch(
+            FetchRequest(entityName: "Tag", sortDescriptors: [SortKey("name", ascending: false)]))
         #expect(all.map { $0.attributes["name"] } == [.string("c"), .string("b"), .string("a")])
-        let window = try coordinator.fetch(FetchRequest(entityName: "Tag", sortDescriptors: [SortKey("name")], fetchLimit: 1, fetchOffset: 1))
+        let window = try coordinator.fetch(
+            FetchRequest(entityName: "Tag", sortDescriptors: [SortKey("name")], fetchLimit: 1, fetchOffset: 1))
         #expect(window.map { $0.attributes["name"] } == [.string("b")])
         #expect(try coordinator.count(FetchRequest(entityName: "Tag")) == 3)
         // A read-only store is not a candidate.
@@ -112,10 +122,16 @@ import Testing
         } else {
             let stale = try #require(try coordinator.fetch(FetchRequest(entityName: "SearchLog")).first)
             inserts.removeLast()
-            _ = try coordinator.save(SaveRequest(updates: [StoreUpdate(id: stale.id, expectedVersion: 1, attributes: ["results": .integer(1)])]))
+            _ = try coordinator.save(
+                SaveRequest(updates: [
+                    StoreUpdate(id: stale.id, expectedVersion: 1, attributes: ["results": .integer(1)])
+                ]))
             let afterUpdate = try dumpSQLite(folder.file("activity.sqlite"))
             do {
-                _ = try coordinator.save(SaveRequest(inserts: inserts, updates: [StoreUpdate(id: stale.id, expectedVersion: 1, attributes: ["results": .integer(2)])]))
+                _ = try coordinator.save(
+                    SaveRequest(
+                        inserts: inserts,
+                        updates: [StoreUpdate(id: stale.id, expectedVersion: 1, attributes: ["results": .integer(2)])]))
                 Issue.record("a stale save succeeded")
             } catch {
                 #expect(error.code == .conflict)
@@ -145,7 +161,9 @@ import Testing
         // A Book's author must be in the Book's store; a SearchLog's ID there is refused.
         let book = StoreRow(
             id: .temporary(entity: "Book"), attributes: ["title": .string("t")],
-            toOne: ["author": ObjectID(store: logID.storeIdentifier!, entity: "Author", primaryKey: authorID.primaryKey!)])
+            toOne: [
+                "author": ObjectID(store: logID.storeIdentifier!, entity: "Author", primaryKey: authorID.primaryKey!)
+            ])
         do {
             _ = try coordinator.save(SaveRequest(inserts: [book]))
             Issue.record("saved a reference across stores")
@@ -153,7 +171,9 @@ import Testing
             #expect(error.code == .invalidRequest)
             #expect(error.message.contains("fetched property"))
         }
-        let dangling = StoreRow(id: .temporary(entity: "Book"), attributes: ["title": .string("t")], toOne: ["author": .temporary(entity: "Author")])
+        let dangling = StoreRow(
+            id: .temporary(entity: "Book"), attributes: ["title": .string("t")],
+            toOne: ["author": .temporary(entity: "Author")])
         #expect(throws: StoreError.self) { try coordinator.save(SaveRequest(inserts: [dangling])) }
     }
 }

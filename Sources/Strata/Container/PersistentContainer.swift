@@ -12,7 +12,9 @@ public struct StoreDescription: Sendable, Hashable {
     public var options: StoreOptions
 
     /// Creates a description.
-    public init(type: StoreType = .sqlite, configuration: String? = nil, url: URL? = nil, options: StoreOptions = StoreOptions()) {
+    public init(
+        type: StoreType = .sqlite, configuration: String? = nil, url: URL? = nil, options: StoreOptions = StoreOptions()
+    ) {
         self.type = type
         self.configuration = configuration
         self.url = url
@@ -49,7 +51,9 @@ public final class PersistentContainer: Sendable {
     /// Loads every store and builds the contexts.
     /// - Throws: ``ContainerLoadError`` for the first store that cannot be loaded; stores already
     ///   opened are closed again.
-    public init(model: ObjectModel, stores: [StoreDescription], mergePolicy: MergePolicy = .error) throws(ContainerLoadError) {
+    public init(model: ObjectModel, stores: [StoreDescription], mergePolicy: MergePolicy = .error)
+        throws(ContainerLoadError)
+    {
         self.model = model
         coordinator = StoreCoordinator(model: model)
         for description in stores {
@@ -69,10 +73,15 @@ public final class PersistentContainer: Sendable {
     /// named `<configuration>.sqlite` in lowercase inside `directory`.
     public static func sqliteStores(for model: ObjectModel, in directory: URL) -> [StoreDescription] {
         if model.configurations.isEmpty {
-            return [StoreDescription(type: .sqlite, configuration: nil, url: directory.appendingPathComponent("default.sqlite"))]
+            return [
+                StoreDescription(
+                    type: .sqlite, configuration: nil, url: directory.appendingPathComponent("default.sqlite"))
+            ]
         }
         return model.configurations.map {
-            StoreDescription(type: .sqlite, configuration: $0.name, url: directory.appendingPathComponent("\($0.name.lowercased()).sqlite"))
+            StoreDescription(
+                type: .sqlite, configuration: $0.name,
+                url: directory.appendingPathComponent("\($0.name.lowercased()).sqlite"))
         }
     }
 
@@ -82,7 +91,9 @@ public final class PersistentContainer: Sendable {
     }
 
     /// Runs `body` on a new background context's queue.
-    public func performBackgroundTask<T: Sendable>(_ body: @escaping @Sendable (ObjectContext) throws -> T) async throws -> T {
+    public func performBackgroundTask<T: Sendable>(_ body: @escaping @Sendable (ObjectContext) throws -> T) async throws
+        -> T
+    {
         let context = newBackgroundContext()
         return try await context.perform { try body(context) }
     }

@@ -34,7 +34,8 @@ extension ObjectContext {
     private func hasChanges(inFamilyOf entity: String) -> Bool {
         let family = Set(model.entityAndSubentities(of: entity))
         return storage.withLock { s in
-            s.insertedSet.contains { family.contains($0.entityName) } || s.updated.keys.contains { family.contains($0.entityName) }
+            s.insertedSet.contains { family.contains($0.entityName) }
+                || s.updated.keys.contains { family.contains($0.entityName) }
                 || s.deleted.keys.contains { family.contains($0.entityName) }
         }
     }
@@ -90,7 +91,8 @@ extension ObjectContext {
                 if let predicate, try !matches(predicate, state, &s) { continue }
                 results.append(state)
             }
-            for descriptor in request.sortDescriptors where model.attribute(descriptor.key, of: request.entityName) == nil {
+            for descriptor in request.sortDescriptors
+            where model.attribute(descriptor.key, of: request.entityName) == nil {
                 throw ContextError(.invalidPredicate, "cannot sort by '\(descriptor.key)': no such attribute")
             }
             results.sort { lhs, rhs in
@@ -112,7 +114,9 @@ extension ObjectContext {
     static func tieOrder(_ lhs: ObjectID, _ rhs: ObjectID) -> Bool {
         switch (lhs.key, rhs.key) {
         case (.permanent(let a), .permanent(let b)):
-            if lhs.storeIdentifier != rhs.storeIdentifier { return (lhs.storeIdentifier ?? "") < (rhs.storeIdentifier ?? "") }
+            if lhs.storeIdentifier != rhs.storeIdentifier {
+                return (lhs.storeIdentifier ?? "") < (rhs.storeIdentifier ?? "")
+            }
             return a < b
         case (.permanent, .temporary): return true
         case (.temporary, .permanent): return false
@@ -122,7 +126,9 @@ extension ObjectContext {
 
     /// Evaluates a predicate against a state in this context, reading through relationships with
     /// the same path rules as the stores.
-    func matches(_ predicate: FetchPredicate, _ state: ObjectState, _ s: inout ContextStorage) throws(ContextError) -> Bool {
+    func matches(_ predicate: FetchPredicate, _ state: ObjectState, _ s: inout ContextStorage) throws(ContextError)
+        -> Bool
+    {
         do {
             return try predicate.evaluate(object: state.id, in: model) { id, key in
                 let current = id == state.id ? state : try self.loadState(id, &s)
@@ -130,7 +136,8 @@ extension ObjectContext {
                 if let value = current.attributes[key] { return .value(value) }
                 if let relationship = self.model.relationship(key, of: current.id.entityName) {
                     if relationship.isToMany {
-                        return .list(try self.toManyList(current.id, key, &s).map { .object(self.registry.canonical($0)) })
+                        return .list(
+                            try self.toManyList(current.id, key, &s).map { .object(self.registry.canonical($0)) })
                     }
                     return .object((current.toOne[key] ?? nil).map(self.registry.canonical))
                 }

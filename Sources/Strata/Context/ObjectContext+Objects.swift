@@ -5,7 +5,9 @@ extension ObjectContext {
     func key(_ id: ObjectID, _ s: ContextStorage) -> ObjectID {
         let canonical = registry.canonical(id)
         if s.objects[canonical] != nil || s.deleted[canonical] != nil { return canonical }
-        if let temporary = registry.temporary(for: canonical), s.objects[temporary] != nil || s.deleted[temporary] != nil {
+        if let temporary = registry.temporary(for: canonical),
+            s.objects[temporary] != nil || s.deleted[temporary] != nil
+        {
             return temporary
         }
         return canonical
@@ -18,7 +20,9 @@ extension ObjectContext {
         if s.deleted[k] != nil { return nil }
         let loaded: ObjectState?
         if let parent {
-            loaded = try parent.storage.withLock { (p: inout ContextStorage) throws(ContextError) in try parent.loadState(k, &p) }
+            loaded = try parent.storage.withLock { (p: inout ContextStorage) throws(ContextError) in
+                try parent.loadState(k, &p)
+            }
         } else if k.isTemporary {
             loaded = nil
         } else {
@@ -37,7 +41,9 @@ extension ObjectContext {
     }
 
     func requireState(_ id: ObjectID, _ s: inout ContextStorage) throws(ContextError) -> ObjectState {
-        guard let state = try loadState(id, &s) else { throw ContextError(.notFound, "object \(registry.canonical(id)) does not exist") }
+        guard let state = try loadState(id, &s) else {
+            throw ContextError(.notFound, "object \(registry.canonical(id)) does not exist")
+        }
         return state
     }
 
@@ -47,7 +53,9 @@ extension ObjectContext {
         if let list = state.toMany[name] { return list }
         let list: [ObjectID]
         if let parent {
-            list = try parent.storage.withLock { (p: inout ContextStorage) throws(ContextError) in try parent.toManyList(state.id, name, &p) }
+            list = try parent.storage.withLock { (p: inout ContextStorage) throws(ContextError) in
+                try parent.toManyList(state.id, name, &p)
+            }
         } else if state.id.isTemporary {
             list = []
         } else {
@@ -86,12 +94,20 @@ extension ObjectContext {
         guard let description = model.entity(named: entity) else {
             throw ContextError(.unknownProperty, "the model has no entity '\(entity)'")
         }
-        if description.isAbstract { throw ContextError(.abstractEntity, "'\(entity)' is abstract; insert one of its subentities") }
+        if description.isAbstract {
+            throw ContextError(.abstractEntity, "'\(entity)' is abstract; insert one of its subentities")
+        }
         let id = ObjectID.temporary(entity: entity)
         var state = ObjectState(id: id, version: 0, attributes: [:], toOne: [:], toMany: [:])
-        for attribute in model.attributes(of: entity) { state.attributes[attribute.name] = attribute.defaultValue ?? .null }
+        for attribute in model.attributes(of: entity) {
+            state.attributes[attribute.name] = attribute.defaultValue ?? .null
+        }
         for relationship in model.relationships(of: entity) {
-            if relationship.isToMany { state.toMany[relationship.name] = [] } else { state.toOne[relationship.name] = .some(nil) }
+            if relationship.isToMany {
+                state.toMany[relationship.name] = []
+            } else {
+                state.toOne[relationship.name] = .some(nil)
+            }
         }
         let object = storage.withLock { s in
             s.objects[id] = state
@@ -156,7 +172,9 @@ extension ObjectContext {
     }
 
     /// Removes `owner` from relationship `relationship` of `target` (inverse maintenance).
-    func unlink(_ target: ObjectID, _ relationship: RelationshipDescription, from owner: ObjectID, _ s: inout ContextStorage) throws(ContextError) {
+    func unlink(
+        _ target: ObjectID, _ relationship: RelationshipDescription, from owner: ObjectID, _ s: inout ContextStorage
+    ) throws(ContextError) {
         guard s.objects[target] != nil else { return }
         if relationship.isToMany {
             try primitiveRemove(target, relationship.name, owner, &s)
@@ -174,10 +192,15 @@ extension ObjectContext {
                 throw ContextError(.unknownProperty, "'\(state.id.entityName)' has no attribute '\(name)'")
             }
             var value = value
-            if case .integer(let i) = value, attribute.type == .double || attribute.type == .float { value = .double(Double(i)) }
+            if case .integer(let i) = value, attribute.type == .double || attribute.type == .float {
+                value = .double(Double(i))
+            }
             if case .integer(let i) = value, attribute.type == .decimal { value = .decimal(Decimal(i)) }
             guard value.fits(attribute.type) else {
-                throw ContextError(.invalidValue, "'\(state.id.entityName).\(name)' is \(attribute.type.rawValue); \(value.kindName) \(value.json.jsonText) does not fit")
+                throw ContextError(
+                    .invalidValue,
+                    "'\(state.id.entityName).\(name)' is \(attribute.type.rawValue); \(value.kindName) \(value.json.jsonText) does not fit"
+                )
             }
             if state.attributes[name] == value { return }
             track(state.id, &s)
@@ -194,39 +217,53 @@ extension ObjectContext {
         s.updated[k]?.toOne.insert(name)
     }
 
-    func primitiveAdd(_ k: ObjectID, _ name: String, _ target: ObjectID, _ s: inout ContextStorage) throws(ContextError) {
+    func primitiveAdd(_ k: ObjectID, _ name: String, _ target: ObjectID, _ s: inout ContextStorage) throws(ContextError)
+    {
         var list = try toManyList(k, name, &s)
         guard !list.contains(target) else { return }
         list.append(target)
         track(k, &s)
         s.objects[k]?.toMany[name] = list
         s.updated[k]?.toMany[name, default: ToManyDelta()].add(target)
-        if model.relationship(name, of: k.entityName)?.isOrdered == true { s.updated[k]?.toMany[name]?.orderedList = list }
+        if model.relationship(name, of: k.entityName)?.isOrdered == true {
+            s.updated[k]?.toMany[name]?.orderedList = list
+        }
     }
 
-    func primitiveRemove(_ k: ObjectID, _ name: String, _ target: ObjectID, _ s: inout ContextStorage) throws(ContextError) {
+    func primitiveRemove(_ k: ObjectID, _ name: String, _ target: ObjectID, _ s: inout ContextStorage)
+        throws(ContextError)
+    {
         var list = try toManyList(k, name, &s)
         guard let index = list.firstIndex(of: target) else { return }
         list.remove(at: index)
         track(k, &s)
         s.objects[k]?.toMany[name] = list
         s.updated[k]?.toMany[name, default: ToManyDelta()].remove(target)
-        if model.relationship(name, of: k.entityName)?.isOrdered == true { s.updated[k]?.toMany[name]?.orderedList = list }
+        if model.relationship(name, of: k.entityName)?.isOrdered == true {
+            s.updated[k]?.toMany[name]?.orderedList = list
+        }
     }
 
     // MARK: - Relationships with inverse maintenance
 
-    private func relationshipPair(_ entity: String, _ name: String) throws(ContextError) -> (RelationshipDescription, RelationshipDescription) {
-        guard let relationship = model.relationship(name, of: entity), let inverse = model.inverse(of: name, of: entity) else {
+    private func relationshipPair(_ entity: String, _ name: String) throws(ContextError) -> (
+        RelationshipDescription, RelationshipDescription
+    ) {
+        guard let relationship = model.relationship(name, of: entity), let inverse = model.inverse(of: name, of: entity)
+        else {
             throw ContextError(.unknownProperty, "'\(entity)' has no relationship '\(name)'")
         }
         return (relationship, inverse)
     }
 
-    private func checkTarget(_ target: ObjectID, _ relationship: RelationshipDescription, _ s: inout ContextStorage) throws(ContextError) -> ObjectID {
+    private func checkTarget(_ target: ObjectID, _ relationship: RelationshipDescription, _ s: inout ContextStorage)
+        throws(ContextError) -> ObjectID
+    {
         let state = try requireState(target, &s)
         guard model.entity(state.id.entityName, isKindOf: relationship.destination) else {
-            throw ContextError(.invalidValue, "'\(relationship.name)' holds \(relationship.destination) objects, not \(state.id.entityName)")
+            throw ContextError(
+                .invalidValue,
+                "'\(relationship.name)' holds \(relationship.destination) objects, not \(state.id.entityName)")
         }
         return state.id
     }
@@ -236,7 +273,9 @@ extension ObjectContext {
             let state = try requireState(id, &s)
             let k = state.id
             let (relationship, inverse) = try relationshipPair(k.entityName, name)
-            guard !relationship.isToMany else { throw ContextError(.invalidValue, "'\(name)' is a to-many relationship") }
+            guard !relationship.isToMany else {
+                throw ContextError(.invalidValue, "'\(name)' is a to-many relationship")
+            }
             let new = try target.map { (t: ObjectID) throws(ContextError) in try checkTarget(t, relationship, &s) }
             let old = state.toOne[name] ?? nil
             if old == new { return }
@@ -245,7 +284,9 @@ extension ObjectContext {
                 if inverse.isToMany {
                     try primitiveAdd(new, inverse.name, k, &s)
                 } else {
-                    if let previous = s.objects[new]?.toOne[inverse.name] ?? nil, previous != k, try loadState(previous, &s) != nil {
+                    if let previous = s.objects[new]?.toOne[inverse.name] ?? nil, previous != k,
+                        try loadState(previous, &s) != nil
+                    {
                         primitiveSetToOne(key(previous, s), name, nil, &s)
                     }
                     primitiveSetToOne(new, inverse.name, k, &s)
@@ -269,12 +310,16 @@ extension ObjectContext {
             let current = try toManyList(k, name, &s)
             let removed = current.filter { !list.contains($0) }
             let added = list.filter { !current.contains($0) }
-            for target in removed where try loadState(target, &s) != nil { try unlink(key(target, s), inverse, from: k, &s) }
+            for target in removed where try loadState(target, &s) != nil {
+                try unlink(key(target, s), inverse, from: k, &s)
+            }
             for target in added {
                 if inverse.isToMany {
                     try primitiveAdd(target, inverse.name, k, &s)
                 } else {
-                    if let previous = s.objects[target]?.toOne[inverse.name] ?? nil, previous != k, try loadState(previous, &s) != nil {
+                    if let previous = s.objects[target]?.toOne[inverse.name] ?? nil, previous != k,
+                        try loadState(previous, &s) != nil
+                    {
                         try primitiveRemove(key(previous, s), name, target, &s)
                     }
                     primitiveSetToOne(target, inverse.name, k, &s)
@@ -313,7 +358,10 @@ extension ObjectContext {
     func status(_ id: ObjectID) -> (inserted: Bool, updated: Bool, deleted: Bool) {
         storage.withLock { s in
             let k = key(id, s)
-            return (s.insertedSet.contains(k), !(s.updated[k]?.isEmpty ?? true), s.deleted[k] != nil || s.deletedStates[k] != nil)
+            return (
+                s.insertedSet.contains(k), !(s.updated[k]?.isEmpty ?? true),
+                s.deleted[k] != nil || s.deletedStates[k] != nil
+            )
         }
     }
 }

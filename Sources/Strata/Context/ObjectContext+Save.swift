@@ -167,7 +167,9 @@ extension ObjectContext {
                 }
                 if error.code == .conflict {
                     throw ContextError(
-                        .conflict, "objects changed in the store since they were read: " + error.conflicts.map(\.description).joined(separator: "; "),
+                        .conflict,
+                        "objects changed in the store since they were read: "
+                            + error.conflicts.map(\.description).joined(separator: "; "),
                         conflicts: error.conflicts, storeError: error)
                 }
                 throw ContextError(.store, error.message, storeError: error)

@@ -13,16 +13,28 @@ extension ObjectContext {
                 if relationship.isToMany {
                     let count = try toManyList(k, relationship.name, &s).count
                     if let minCount = relationship.minCount, count < minCount {
-                        failures.append(ValidationFailure(entity: k.entityName, objectID: id, field: relationship.name, rule: .minCount, message: "needs at least \(minCount) objects, has \(count)"))
+                        failures.append(
+                            ValidationFailure(
+                                entity: k.entityName, objectID: id, field: relationship.name, rule: .minCount,
+                                message: "needs at least \(minCount) objects, has \(count)"))
                     }
                     if let maxCount = relationship.maxCount, count > maxCount {
-                        failures.append(ValidationFailure(entity: k.entityName, objectID: id, field: relationship.name, rule: .maxCount, message: "holds at most \(maxCount) objects, has \(count)"))
+                        failures.append(
+                            ValidationFailure(
+                                entity: k.entityName, objectID: id, field: relationship.name, rule: .maxCount,
+                                message: "holds at most \(maxCount) objects, has \(count)"))
                     }
                     if !relationship.isOptional && count == 0 && relationship.minCount == nil {
-                        failures.append(ValidationFailure(entity: k.entityName, objectID: id, field: relationship.name, rule: .required, message: "is required"))
+                        failures.append(
+                            ValidationFailure(
+                                entity: k.entityName, objectID: id, field: relationship.name, rule: .required,
+                                message: "is required"))
                     }
                 } else if !relationship.isOptional, (state.toOne[relationship.name] ?? nil) == nil {
-                    failures.append(ValidationFailure(entity: k.entityName, objectID: id, field: relationship.name, rule: .required, message: "is required"))
+                    failures.append(
+                        ValidationFailure(
+                            entity: k.entityName, objectID: id, field: relationship.name, rule: .required,
+                            message: "is required"))
                 }
             }
         }
@@ -47,9 +59,13 @@ extension ObjectContext {
                 for id in related where try loadState(id, &s) != nil { existing.append(id) }
                 related = existing
                 if !related.isEmpty {
-                    failures.append(ValidationFailure(
-                        entity: k.entityName, objectID: registry.canonical(k), field: relationship.name, rule: .deny,
-                        message: "cannot be deleted while '\(relationship.name)' holds \(related.count) object\(related.count == 1 ? "" : "s")"))
+                    failures.append(
+                        ValidationFailure(
+                            entity: k.entityName, objectID: registry.canonical(k), field: relationship.name,
+                            rule: .deny,
+                            message:
+                                "cannot be deleted while '\(relationship.name)' holds \(related.count) object\(related.count == 1 ? "" : "s")"
+                        ))
                 }
             }
         }
@@ -61,7 +77,9 @@ extension ObjectContext {
         var failures: [ValidationFailure] = []
         let id = registry.canonical(state.id)
         func fail(_ field: String, _ rule: ValidationFailure.Rule, _ message: String) {
-            failures.append(ValidationFailure(entity: state.id.entityName, objectID: id, field: field, rule: rule, message: message))
+            failures.append(
+                ValidationFailure(entity: state.id.entityName, objectID: id, field: field, rule: rule, message: message)
+            )
         }
         for attribute in model.attributes(of: state.id.entityName) {
             let value = state.attributes[attribute.name] ?? .null
@@ -88,7 +106,9 @@ extension ObjectContext {
             if let length, let maxLength = attribute.maxLength, length > maxLength {
                 fail(attribute.name, .maxLength, "must be at most \(maxLength) long")
             }
-            if let pattern = attribute.regex, case .string(let text) = value, !ValueOrdering.matchText(.matches, text, pattern, []) {
+            if let pattern = attribute.regex, case .string(let text) = value,
+                !ValueOrdering.matchText(.matches, text, pattern, [])
+            {
                 fail(attribute.name, .regex, "must match \(pattern)")
             }
         }

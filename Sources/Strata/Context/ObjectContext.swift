@@ -73,7 +73,10 @@ public final class ObjectContext: @unchecked Sendable {
     /// The IDs of the unsaved inserted, updated and deleted objects.
     public var pendingChanges: (inserted: [ObjectID], updated: [ObjectID], deleted: [ObjectID]) {
         storage.withLock { s in
-            (s.inserted.map(registry.canonical), s.updated.keys.map(registry.canonical), s.deleted.keys.map(registry.canonical))
+            (
+                s.inserted.map(registry.canonical), s.updated.keys.map(registry.canonical),
+                s.deleted.keys.map(registry.canonical)
+            )
         }
     }
 

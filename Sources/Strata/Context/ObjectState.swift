@@ -16,7 +16,10 @@ struct ObjectState: Sendable, Hashable {
         toMany = row.toMany
     }
 
-    init(id: ObjectID, version: Int64, attributes: [String: AttributeValue], toOne: [String: ObjectID?], toMany: [String: [ObjectID]]) {
+    init(
+        id: ObjectID, version: Int64, attributes: [String: AttributeValue], toOne: [String: ObjectID?],
+        toMany: [String: [ObjectID]]
+    ) {
         self.id = id
         self.version = version
         self.attributes = attributes

@@ -13,7 +13,8 @@ extension StoreCoordinator {
         rows.sort { lhs, rhs in
             for descriptor in request.sortDescriptors {
                 let order = ValueOrdering.sortOrder(
-                    lhs[attribute: descriptor.key], rhs[attribute: descriptor.key], caseInsensitive: descriptor.caseInsensitive)
+                    lhs[attribute: descriptor.key], rhs[attribute: descriptor.key],
+                    caseInsensitive: descriptor.caseInsensitive)
                 if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
             }
             if lhs.id.storeIdentifier != rhs.id.storeIdentifier {

@@ -53,7 +53,8 @@ extension StoreCoordinator {
         var storesByID: [String: any PersistentStore] = [:]
         for row in request.inserts {
             guard row.id.isTemporary else {
-                throw StoreError(.invalidRequest, "inserted object \(row.id) already has a permanent ID", entity: row.id.entityName)
+                throw StoreError(
+                    .invalidRequest, "inserted object \(row.id) already has a permanent ID", entity: row.id.entityName)
             }
             let store = try storeForInsert(of: row.id.entityName, assigned: request.assignments[row.id])
             storesByID[store.identifier] = store
@@ -70,7 +71,9 @@ extension StoreCoordinator {
             guard let id else { return nil }
             guard id.isTemporary else { return id }
             guard let mapped = permanent[id] else {
-                throw StoreError(.invalidRequest, "a reference to \(id) names an object that is not being inserted", entity: id.entityName)
+                throw StoreError(
+                    .invalidRequest, "a reference to \(id) names an object that is not being inserted",
+                    entity: id.entityName)
             }
             return mapped
         }

@@ -78,14 +78,17 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// - Throws: `.duplicateStore` when its URL or UUID is already attached.
     public func add(_ store: any PersistentStore) throws(StoreError) {
         try registry.withLock { (stores: inout [any PersistentStore]) throws(StoreError) in
-            if let url = store.url, let existing = stores.first(where: { $0.url.map(Self.canonical) == Self.canonical(url) }) {
+            if let url = store.url,
+                let existing = stores.first(where: { $0.url.map(Self.canonical) == Self.canonical(url) })
+            {
                 throw StoreError(
                     .duplicateStore,
                     "\(url.path) is already attached for configuration '\(existing.configuration ?? ObjectModel.defaultConfiguration)'",
                     storeURL: url)
             }
             if stores.contains(where: { $0.identifier == store.identifier }) {
-                throw StoreError(.duplicateStore, "a store with UUID \(store.identifier) is already attached", storeURL: store.url)
+                throw StoreError(
+                    .duplicateStore, "a store with UUID \(store.identifier) is already attached", storeURL: store.url)
             }
             stores.append(store)
         }
@@ -140,18 +143,26 @@ public final class StoreCoordinator: @unchecked Sendable {
         let candidates = stores(for: entity).filter { !$0.options.readOnly }
         if let assigned {
             guard let store = candidates.first(where: { $0.identifier == assigned }) else {
-                throw StoreError(.noStoreForEntity, "the assigned store \(assigned) is not attached, is read-only, or does not hold \(entity)", entity: entity)
+                throw StoreError(
+                    .noStoreForEntity,
+                    "the assigned store \(assigned) is not attached, is read-only, or does not hold \(entity)",
+                    entity: entity)
             }
             return store
         }
         switch candidates.count {
         case 0:
-            throw StoreError(.noStoreForEntity, "no writable store holds entity '\(entity)'; add a store for one of its configurations", entity: entity)
+            throw StoreError(
+                .noStoreForEntity,
+                "no writable store holds entity '\(entity)'; add a store for one of its configurations", entity: entity)
         case 1: return candidates[0]
         default:
-            let names = candidates.map { "\($0.identifier) \($0.configuration ?? ObjectModel.defaultConfiguration) (\($0.url?.path ?? "memory"))" }
+            let names = candidates.map {
+                "\($0.identifier) \($0.configuration ?? ObjectModel.defaultConfiguration) (\($0.url?.path ?? "memory"))"
+            }
             throw StoreError(
-                .ambiguousStore, "several writable stores hold '\(entity)'; assign the object to one of: \(names.joined(separator: ", "))",
+                .ambiguousStore,
+                "several writable stores hold '\(entity)'; assign the object to one of: \(names.joined(separator: ", "))",
                 entity: entity)
         }
     }

@@ -18,7 +18,9 @@ struct ModelValidator {
 
     static func isIdentifier(_ name: String) -> Bool {
         guard let first = name.unicodeScalars.first, first.properties.isAlphabetic, first.isASCII else { return false }
-        return name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") }
+        return name.unicodeScalars.allSatisfy {
+            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_")
+        }
     }
 
     mutating func validate() -> [ModelIssue] {
@@ -44,7 +46,9 @@ struct ModelValidator {
         var seen: Set<String> = []
         for entity in entities {
             if !Self.isIdentifier(entity.name) {
-                add(.invalidName, entity.name, nil, "entity name must start with a letter and hold only ASCII letters, digits and '_'")
+                add(
+                    .invalidName, entity.name, nil,
+                    "entity name must start with a letter and hold only ASCII letters, digits and '_'")
             }
             if !seen.insert(entity.name).inserted {
                 add(.duplicateName, entity.name, nil, "entity '\(entity.name)' is declared more than once")
@@ -92,7 +96,8 @@ struct ModelValidator {
                 if let owner = seen[name] {
                     // Report each duplicate once, at the entity that declares the second one.
                     if ancestor.name == entity.name {
-                        let detail = owner == entity.name ? "is declared more than once" : "is already declared by '\(owner)'"
+                        let detail =
+                            owner == entity.name ? "is declared more than once" : "is already declared by '\(owner)'"
                         add(.duplicateName, entity.name, name, "property '\(name)' \(detail)")
                     }
                 } else {
@@ -100,23 +105,35 @@ struct ModelValidator {
                 }
             }
         }
-        for name in entity.attributes.map(\.name) + entity.relationships.map(\.name) + entity.fetchedProperties.map(\.name) {
+        for name in entity.attributes.map(\.name) + entity.relationships.map(\.name)
+            + entity.fetchedProperties.map(\.name)
+        {
             if Self.reservedPropertyNames.contains(name) {
-                add(.reservedName, entity.name, name, "'\(name)' is reserved for the object's \(name) in the REST representation")
+                add(
+                    .reservedName, entity.name, name,
+                    "'\(name)' is reserved for the object's \(name) in the REST representation")
             } else if !Self.isIdentifier(name) {
-                add(.invalidName, entity.name, name, "property name must start with a letter and hold only ASCII letters, digits and '_'")
+                add(
+                    .invalidName, entity.name, name,
+                    "property name must start with a letter and hold only ASCII letters, digits and '_'")
             }
         }
         // Entities of one hierarchy share a table: same-named properties of siblings must agree.
         let root = lineage(of: entity).first?.name ?? entity.name
         for other in entities where other.name < entity.name && lineage(of: other).first?.name == root {
             for attribute in entity.attributes {
-                if let clash = other.attributes.first(where: { $0.name == attribute.name }), clash.type != attribute.type {
-                    add(.conflictingColumn, entity.name, attribute.name,
-                        "'\(other.name).\(attribute.name)' has type \(clash.type.rawValue) but this one has \(attribute.type.rawValue); entities of one hierarchy share a table")
+                if let clash = other.attributes.first(where: { $0.name == attribute.name }),
+                    clash.type != attribute.type
+                {
+                    add(
+                        .conflictingColumn, entity.name, attribute.name,
+                        "'\(other.name).\(attribute.name)' has type \(clash.type.rawValue) but this one has \(attribute.type.rawValue); entities of one hierarchy share a table"
+                    )
                 }
                 if other.relationships.contains(where: { $0.name == attribute.name }) {
-                    add(.conflictingColumn, entity.name, attribute.name, "'\(other.name).\(attribute.name)' is a relationship; entities of one hierarchy share a table")
+                    add(
+                        .conflictingColumn, entity.name, attribute.name,
+                        "'\(other.name).\(attribute.name)' is a relationship; entities of one hierarchy share a table")
                 }
             }
         }
@@ -125,7 +142,9 @@ struct ModelValidator {
     private mutating func check(_ attribute: AttributeDescription, in entity: EntityDescription) {
         let (name, type) = (attribute.name, attribute.type)
         if let min = attribute.minValue, let max = attribute.maxValue, let order = Self.compare(min, max), order > 0 {
-            add(.minGreaterThanMax, entity.name, name, "min (\(min.json.jsonText)) is greater than max (\(max.json.jsonText))")
+            add(
+                .minGreaterThanMax, entity.name, name,
+                "min (\(min.json.jsonText)) is greater than max (\(max.json.jsonText))")
         }
         for (key, bound) in [("min", attribute.minValue), ("max", attribute.maxValue)] {
             guard let bound else { continue }
@@ -137,13 +156,17 @@ struct ModelValidator {
             }
         }
         if let minLength = attribute.minLength, let maxLength = attribute.maxLength, minLength > maxLength {
-            add(.minGreaterThanMax, entity.name, name, "minLength (\(minLength)) is greater than maxLength (\(maxLength))")
+            add(
+                .minGreaterThanMax, entity.name, name,
+                "minLength (\(minLength)) is greater than maxLength (\(maxLength))")
         }
         for (key, length) in [("minLength", attribute.minLength), ("maxLength", attribute.maxLength)] {
             guard let length else { continue }
             if length < 0 { add(.invalidValue, entity.name, name, "'\(key)' must not be negative") }
             if type != .string && type != .binary {
-                add(.invalidValue, entity.name, name, "'\(key)' applies to string and binary attributes, not \(type.rawValue)")
+                add(
+                    .invalidValue, entity.name, name,
+                    "'\(key)' applies to string and binary attributes, not \(type.rawValue)")
             }
         }
         if let regex = attribute.regex {
@@ -184,20 +207,26 @@ struct ModelValidator {
         }
         let sourceFamily = Set(lineage(of: entity).map(\.name))
         if inverse.inverse != name || !sourceFamily.contains(inverse.destination) {
-            add(.mismatchedInverse, entity.name, name,
-                "inverse '\(destination.name).\(inverseName)' points to '\(inverse.destination).\(inverse.inverse ?? "nil")', not back to '\(entity.name).\(name)'")
+            add(
+                .mismatchedInverse, entity.name, name,
+                "inverse '\(destination.name).\(inverseName)' points to '\(inverse.destination).\(inverse.inverse ?? "nil")', not back to '\(entity.name).\(name)'"
+            )
         } else if relationship.isToMany && inverse.isToMany && relationship.isOrdered && inverse.isOrdered
             && entity.name < destination.name
         {
             add(.unsupported, entity.name, name, "a many-to-many relationship can be ordered on one side only")
         }
         let sourceConfigurations = Set(configurations.filter { $0.entities.contains(entity.name) }.map(\.name))
-        let destinationConfigurations = Set(configurations.filter { $0.entities.contains(destination.name) }.map(\.name))
-        if sourceConfigurations != destinationConfigurations && sourceConfigurations.isDisjoint(with: destinationConfigurations)
+        let destinationConfigurations = Set(
+            configurations.filter { $0.entities.contains(destination.name) }.map(\.name))
+        if sourceConfigurations != destinationConfigurations
+            && sourceConfigurations.isDisjoint(with: destinationConfigurations)
             && !(sourceConfigurations.isEmpty && destinationConfigurations.isEmpty)
         {
-            add(.crossConfigurationRelationship, entity.name, name,
-                "'\(entity.name)' and '\(destination.name)' share no configuration, so they live in different stores; relationships cannot cross stores: use a fetched property instead")
+            add(
+                .crossConfigurationRelationship, entity.name, name,
+                "'\(entity.name)' and '\(destination.name)' share no configuration, so they live in different stores; relationships cannot cross stores: use a fetched property instead"
+            )
         }
     }
 
@@ -211,7 +240,9 @@ struct ModelValidator {
             do {
                 _ = try FetchPredicate(format: fetched.predicate)
             } catch {
-                add(.invalidValue, entity.name, fetched.name, "predicate '\(fetched.predicate)' does not parse: \(error.message)")
+                add(
+                    .invalidValue, entity.name, fetched.name,
+                    "predicate '\(fetched.predicate)' does not parse: \(error.message)")
             }
         }
     }
@@ -220,11 +251,15 @@ struct ModelValidator {
         let lineage = lineage(of: entity)
         let attributes = Set(lineage.flatMap(\.attributes).map(\.name))
         let toOne = Set(lineage.flatMap(\.relationships).filter { !$0.isToMany }.map(\.name))
-        let groups = entity.uniqueness.map { ("uniqueness constraint", $0) } + entity.indexes.map { ("index '\($0.name)'", $0.properties) }
+        let groups =
+            entity.uniqueness.map { ("uniqueness constraint", $0) }
+            + entity.indexes.map { ("index '\($0.name)'", $0.properties) }
         for (what, properties) in groups {
             if properties.isEmpty { add(.missingValue, entity.name, nil, "\(what) names no property") }
             for property in properties where !attributes.contains(property) && !toOne.contains(property) {
-                add(.unknownProperty, entity.name, property, "\(what) names '\(property)', which is not an attribute or to-one relationship")
+                add(
+                    .unknownProperty, entity.name, property,
+                    "\(what) names '\(property)', which is not an attribute or to-one relationship")
             }
         }
         var indexNames: Set<String> = []
@@ -237,13 +272,19 @@ struct ModelValidator {
         var seen: Set<String> = []
         for configuration in configurations {
             if configuration.name == ObjectModel.defaultConfiguration {
-                add(.reservedName, nil, configuration.name, "'Default' is the configuration of every entity and cannot be declared")
+                add(
+                    .reservedName, nil, configuration.name,
+                    "'Default' is the configuration of every entity and cannot be declared")
             }
             if !seen.insert(configuration.name).inserted {
-                add(.duplicateName, nil, configuration.name, "configuration '\(configuration.name)' is declared more than once")
+                add(
+                    .duplicateName, nil, configuration.name,
+                    "configuration '\(configuration.name)' is declared more than once")
             }
             for member in configuration.entities where byName[member] == nil {
-                add(.unknownConfigurationEntity, member, configuration.name, "configuration '\(configuration.name)' names unknown entity '\(member)'")
+                add(
+                    .unknownConfigurationEntity, member, configuration.name,
+                    "configuration '\(configuration.name)' names unknown entity '\(member)'")
             }
         }
         for entity in entities {
@@ -251,8 +292,10 @@ struct ModelValidator {
             let own = Set(configurations.filter { $0.entities.contains(entity.name) }.map(\.name))
             let parents = Set(configurations.filter { $0.entities.contains(parent) }.map(\.name))
             if own != parents {
-                add(.inheritanceConfiguration, entity.name, nil,
-                    "'\(entity.name)' and its parent '\(parent)' must belong to the same configurations (they share one table)")
+                add(
+                    .inheritanceConfiguration, entity.name, nil,
+                    "'\(entity.name)' and its parent '\(parent)' must belong to the same configurations (they share one table)"
+                )
             }
         }
     }
@@ -262,12 +305,21 @@ struct ModelValidator {
         for entity in entities {
             let path = entity.resource ?? ObjectModel.derivedResourcePath(entity.name)
             if let resource = entity.resource,
-                resource.isEmpty || !resource.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-._~".unicodeScalars.contains($0)) })
+                resource.isEmpty
+                    || !resource.unicodeScalars.allSatisfy({
+                        $0.isASCII
+                            && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
+                                || "-._~".unicodeScalars.contains($0))
+                    })
             {
-                add(.invalidName, entity.name, nil, "resource '\(resource)' must be one path segment of letters, digits, '-', '.', '_' or '~'")
+                add(
+                    .invalidName, entity.name, nil,
+                    "resource '\(resource)' must be one path segment of letters, digits, '-', '.', '_' or '~'")
             }
             if ObjectModel.systemPaths.contains(path) || path.hasPrefix("_") {
-                add(.resourceCollision, entity.name, nil, "resource path '/\(path)' collides with a system path of the server")
+                add(
+                    .resourceCollision, entity.name, nil,
+                    "resource path '/\(path)' collides with a system path of the server")
             } else if let owner = owners[path] {
                 add(.resourceCollision, entity.name, nil, "resource path '/\(path)' is already used by '\(owner)'")
             } else {

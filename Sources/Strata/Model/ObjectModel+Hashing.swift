@@ -5,8 +5,11 @@ extension ObjectModel {
     /// values, validation rules and renaming identifiers do not change it (as in Core Data).
     public func versionHash(of entity: String) -> String? {
         guard let description = self.entity(named: entity) else { return nil }
-        var parts = ["entity=\(description.name)", "parent=\(description.parent ?? "")", "abstract=\(description.isAbstract)"]
-        parts += description.attributes.map { "attribute=\($0.name):\($0.type.rawValue):optional=\($0.isOptional)" }.sorted()
+        var parts = [
+            "entity=\(description.name)", "parent=\(description.parent ?? "")", "abstract=\(description.isAbstract)",
+        ]
+        parts += description.attributes.map { "attribute=\($0.name):\($0.type.rawValue):optional=\($0.isOptional)" }
+            .sorted()
         parts += description.relationships.map { relationship in
             "relationship=\(relationship.name):\(relationship.destination):inverse=\(relationship.inverse ?? ""):"
                 + "toMany=\(relationship.isToMany):ordered=\(relationship.isOrdered):optional=\(relationship.isOptional)"

@@ -42,13 +42,19 @@ struct JSONModelReader {
     }
 
     /// Reports keys of `object` that are not in `known`: a misspelt key must not be ignored silently.
-    private mutating func checkKeys(_ object: [String: JSONValue], _ known: Set<String>, _ entity: String?, _ property: String?) {
+    private mutating func checkKeys(
+        _ object: [String: JSONValue], _ known: Set<String>, _ entity: String?, _ property: String?
+    ) {
         for key in object.keys.sorted() where !known.contains(key) {
-            add(.unknownKey, entity, property, "unknown key '\(key)' (known: \(known.sorted().joined(separator: ", ")))")
+            add(
+                .unknownKey, entity, property, "unknown key '\(key)' (known: \(known.sorted().joined(separator: ", ")))"
+            )
         }
     }
 
-    private mutating func string(_ object: [String: JSONValue], _ key: String, _ entity: String?, _ property: String?) -> String? {
+    private mutating func string(_ object: [String: JSONValue], _ key: String, _ entity: String?, _ property: String?)
+        -> String?
+    {
         guard let value = object[key], !value.isNull else { return nil }
         guard let string = value.stringValue else {
             add(.invalidValue, entity, property, "'\(key)' must be a string, not \(value.typeName)")
@@ -57,7 +63,9 @@ struct JSONModelReader {
         return string
     }
 
-    private mutating func bool(_ object: [String: JSONValue], _ key: String, _ entity: String?, _ property: String?) -> Bool? {
+    private mutating func bool(_ object: [String: JSONValue], _ key: String, _ entity: String?, _ property: String?)
+        -> Bool?
+    {
         guard let value = object[key], !value.isNull else { return nil }
         guard let bool = value.boolValue else {
             add(.invalidValue, entity, property, "'\(key)' must be true or false, not \(value.typeName)")
@@ -66,7 +74,9 @@ struct JSONModelReader {
         return bool
     }
 
-    private mutating func int(_ object: [String: JSONValue], _ key: String, _ entity: String?, _ property: String?) -> Int? {
+    private mutating func int(_ object: [String: JSONValue], _ key: String, _ entity: String?, _ property: String?)
+        -> Int?
+    {
         guard let value = object[key], !value.isNull else { return nil }
         guard case .integer(let int) = value, let small = Int(exactly: int) else {
             add(.invalidValue, entity, property, "'\(key)' must be an integer, not \(value.typeName)")
@@ -75,7 +85,9 @@ struct JSONModelReader {
         return small
     }
 
-    private mutating func objects(_ object: [String: JSONValue], _ key: String, _ entity: String?) -> [[String: JSONValue]] {
+    private mutating func objects(_ object: [String: JSONValue], _ key: String, _ entity: String?) -> [[String:
+        JSONValue]]
+    {
         guard let value = object[key], !value.isNull else { return [] }
         guard let array = value.arrayValue else {
             add(.invalidValue, entity, nil, "'\(key)' must be an array")
@@ -88,7 +100,9 @@ struct JSONModelReader {
         }
     }
 
-    private mutating func strings(_ value: JSONValue?, _ what: String, _ entity: String?, _ property: String?) -> [String] {
+    private mutating func strings(_ value: JSONValue?, _ what: String, _ entity: String?, _ property: String?)
+        -> [String]
+    {
         guard let value, !value.isNull else { return [] }
         guard let array = value.arrayValue, array.allSatisfy({ $0.stringValue != nil }) else {
             add(.invalidValue, entity, property, "\(what) must be an array of strings")
@@ -162,7 +176,8 @@ struct JSONModelReader {
                 } else {
                     let properties = strings(index, "each 'indexes' item", name, nil)
                     entity.indexes.append(
-                        IndexDescription(name: "\(name)_\(properties.joined(separator: "_"))_\(position)", properties: properties))
+                        IndexDescription(
+                            name: "\(name)_\(properties.joined(separator: "_"))_\(position)", properties: properties))
                 }
             }
         }
@@ -184,7 +199,8 @@ struct JSONModelReader {
             return nil
         }
         guard let type = AttributeType(modelName: typeName) else {
-            add(.unknownType, entity, name,
+            add(
+                .unknownType, entity, name,
                 "unknown type '\(typeName)' (known: \(AttributeType.allCases.map(\.rawValue).joined(separator: ", ")))")
             return nil
         }
@@ -204,7 +220,9 @@ struct JSONModelReader {
         return attribute
     }
 
-    private mutating func bound(_ json: JSONValue, _ type: AttributeType, _ key: String, _ entity: String, _ name: String) -> AttributeValue? {
+    private mutating func bound(
+        _ json: JSONValue, _ type: AttributeType, _ key: String, _ entity: String, _ name: String
+    ) -> AttributeValue? {
         if type.isNumeric, let number = json.doubleValue {
             if case .integer(let int) = json { return type == .decimal ? .decimal(Decimal(int)) : .integer(int) }
             return .double(number)
@@ -212,9 +230,13 @@ struct JSONModelReader {
         return value(json, type, key, entity, name)
     }
 
-    private mutating func value(_ json: JSONValue, _ type: AttributeType, _ key: String, _ entity: String, _ name: String) -> AttributeValue? {
+    private mutating func value(
+        _ json: JSONValue, _ type: AttributeType, _ key: String, _ entity: String, _ name: String
+    ) -> AttributeValue? {
         guard let value = AttributeValue(json: json, as: type) else {
-            add(key == "default" ? .invalidDefault : .invalidValue, entity, name, "'\(key)' \(json.jsonText) is not a \(type.rawValue) value")
+            add(
+                key == "default" ? .invalidDefault : .invalidValue, entity, name,
+                "'\(key)' \(json.jsonText) is not a \(type.rawValue) value")
             return nil
         }
         return value.isNull ? nil : value
@@ -234,7 +256,8 @@ struct JSONModelReader {
             add(.missingValue, entity, name, "relationship needs a 'destination'")
             return nil
         }
-        var relationship = RelationshipDescription(name: name, destination: destination, inverse: string(object, "inverse", entity, name))
+        var relationship = RelationshipDescription(
+            name: name, destination: destination, inverse: string(object, "inverse", entity, name))
         relationship.isToMany = bool(object, "toMany", entity, name) ?? false
         relationship.isOrdered = bool(object, "ordered", entity, name) ?? false
         relationship.isOptional = bool(object, "optional", entity, name) ?? true
@@ -246,7 +269,9 @@ struct JSONModelReader {
             if let parsed = DeleteRule(modelName: rule) {
                 relationship.deleteRule = parsed
             } else {
-                add(.invalidValue, entity, name, "unknown deleteRule '\(rule)' (known: nullify, cascade, deny, noAction)")
+                add(
+                    .invalidValue, entity, name,
+                    "unknown deleteRule '\(rule)' (known: nullify, cascade, deny, noAction)")
             }
         }
         return relationship

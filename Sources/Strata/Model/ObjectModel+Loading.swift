@@ -44,7 +44,8 @@ extension ObjectModel {
             }
         }
         return try ObjectModel(
-            name: models.map(\.name).joined(separator: "+"), version: models.compactMap(\.version).joined(separator: "+"),
+            name: models.map(\.name).joined(separator: "+"),
+            version: models.compactMap(\.version).joined(separator: "+"),
             entities: models.flatMap(\.entities), configurations: configurations)
     }
 }

@@ -31,7 +31,8 @@ extension ObjectModel {
         var current: String? = entity
         var declaring: String?
         while let found = current.flatMap({ self.entity(named: $0) }) {
-            if found.attributes.contains(where: { $0.name == name }) || found.relationships.contains(where: { $0.name == name })
+            if found.attributes.contains(where: { $0.name == name })
+                || found.relationships.contains(where: { $0.name == name })
                 || found.fetchedProperties.contains(where: { $0.name == name })
             {
                 declaring = found.name
@@ -43,7 +44,9 @@ extension ObjectModel {
 
     /// How relationship `name` of `entity` is stored.
     public func storage(of name: String, in entity: String) -> RelationshipStorage? {
-        guard let relationship = relationship(name, of: entity), let inverse = inverse(of: name, of: entity) else { return nil }
+        guard let relationship = relationship(name, of: entity), let inverse = inverse(of: name, of: entity) else {
+            return nil
+        }
         if !relationship.isToMany { return .foreignKey }
         if !inverse.isToMany && !relationship.isOrdered { return .inverseForeignKey(inverse: inverse.name) }
         let here = declaringEntity(of: name, in: entity) ?? entity

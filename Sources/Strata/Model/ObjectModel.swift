@@ -139,7 +139,9 @@ public struct ObjectModel: Sendable {
     }
 
     /// Paths the server keeps for itself; no entity may use them.
-    public static let systemPaths: Set<String> = ["", "live", "ready", "metrics", "openapi.json", "openapi.yaml", "_batch"]
+    public static let systemPaths: Set<String> = [
+        "", "live", "ready", "metrics", "openapi.json", "openapi.yaml", "_batch",
+    ]
 }
 
 extension ObjectModel: Equatable {

@@ -126,14 +126,18 @@ final class SQLiteStatement {
                 // An explicit byte count keeps text with NUL characters whole.
                 var text = s
                 status = text.withUTF8 { bytes in
-                    guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_text(handle, index, "", 0, nil) }
+                    guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                        return sqlite3_bind_text(handle, index, "", 0, nil)
+                    }
                     return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
                         sqlite3_bind_text(handle, index, $0, Int32(bytes.count), csqlite_transient())
                     }
                 }
             case .blob(let data):
                 status = data.withUnsafeBytes { bytes in
-                    sqlite3_bind_blob64(handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), UInt64(bytes.count), csqlite_transient())
+                    sqlite3_bind_blob64(
+                        handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), UInt64(bytes.count),
+                        csqlite_transient())
                 }
             }
             guard status == SQLITE_OK else { throw connection.error(sql: sql, code: status) }

@@ -69,7 +69,9 @@ struct SQLiteSchema: Sendable {
 
     func table(for entity: String) -> Table? { tables[model.rootEntity(of: entity)] }
 
-    static func quote(_ identifier: String) -> String { "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+    static func quote(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
 
     /// The statements that create every table and index.
     var createStatements: [String] {
@@ -100,7 +102,8 @@ struct SQLiteSchema: Sendable {
                 }
                 for index in description.indexes {
                     let columns = index.properties.map(Self.quote).joined(separator: ", ")
-                    statements.append("CREATE INDEX \(Self.quote(index.name)) ON \(Self.quote(table.name)) (\(columns))")
+                    statements.append(
+                        "CREATE INDEX \(Self.quote(index.name)) ON \(Self.quote(table.name)) (\(columns))")
                 }
             }
         }
@@ -108,7 +111,8 @@ struct SQLiteSchema: Sendable {
             statements.append(
                 "CREATE TABLE \(Self.quote(join.name)) (\"source\" INTEGER NOT NULL, \"target\" INTEGER NOT NULL, \"position\" INTEGER NOT NULL, PRIMARY KEY (\"source\", \"target\")) WITHOUT ROWID"
             )
-            statements.append("CREATE INDEX \(Self.quote("\(join.name)_target")) ON \(Self.quote(join.name)) (\"target\")")
+            statements.append(
+                "CREATE INDEX \(Self.quote("\(join.name)_target")) ON \(Self.quote(join.name)) (\"target\")")
         }
         return statements
     }

@@ -81,22 +81,30 @@ extension SQLiteStore {
             + table.columns.map { SQLiteSchema.quote($0.name) }.joined(separator: ", ")
             + " FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?"
         return try read { db in
-            try db.query(sql, [.integer(pk)]) { statement in try self.decodeRow(statement, columns: table.columns, db: db) }.first
+            try db.query(sql, [.integer(pk)]) { statement in
+                try self.decodeRow(statement, columns: table.columns, db: db)
+            }.first
         }
     }
 
     /// Decodes the current row of a `SELECT _pk, _entity, _version, columns…`.
-    func decodeRow(_ statement: SQLiteStatement, columns: [SQLiteSchema.Column], db: SQLiteConnection) throws -> StoreRow {
+    func decodeRow(_ statement: SQLiteStatement, columns: [SQLiteSchema.Column], db: SQLiteConnection) throws
+        -> StoreRow
+    {
         let entity = statement.text(1)
-        var row = StoreRow(id: ObjectID(store: metadata.identifier, entity: entity, primaryKey: statement.int64(0)), version: statement.int64(2))
+        var row = StoreRow(
+            id: ObjectID(store: metadata.identifier, entity: entity, primaryKey: statement.int64(0)),
+            version: statement.int64(2))
         let own = Set((schema.columnsByEntity[entity] ?? []).map(\.name))
         for (offset, column) in columns.enumerated() where own.contains(column.name) {
             let index = Int32(offset + 3)
             switch column {
-            case .attribute(let attribute): row.attributes[attribute.name] = SQLiteSchema.decode(statement, index, as: attribute.type)
+            case .attribute(let attribute):
+                row.attributes[attribute.name] = SQLiteSchema.decode(statement, index, as: attribute.type)
             case .foreignKey(let relationship):
                 row.toOne[relationship.name] =
-                    statement.isNull(index) ? .some(nil) : try objectID(relationship.destination, statement.int64(index), db: db)
+                    statement.isNull(index)
+                    ? .some(nil) : try objectID(relationship.destination, statement.int64(index), db: db)
             }
         }
         return row
@@ -118,7 +126,9 @@ extension SQLiteStore {
             let relationship = model.relationship(name, of: id.entityName), relationship.isToMany,
             let storage = model.storage(of: name, in: id.entityName)
         else {
-            throw StoreError(.invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)' in this store", storeURL: url, entity: id.entityName)
+            throw StoreError(
+                .invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)' in this store",
+                storeURL: url, entity: id.entityName)
         }
         let destination = relationship.destination
         let sql: String
@@ -126,7 +136,8 @@ extension SQLiteStore {
         case .foreignKey: return []
         case .inverseForeignKey(let inverse):
             guard let table = schema.table(for: destination) else { return [] }
-            sql = "SELECT \"_pk\" FROM \(SQLiteSchema.quote(table.name)) WHERE \(SQLiteSchema.quote(inverse)) = ? ORDER BY \"_pk\""
+            sql =
+                "SELECT \"_pk\" FROM \(SQLiteSchema.quote(table.name)) WHERE \(SQLiteSchema.quote(inverse)) = ? ORDER BY \"_pk\""
         case .joinTable(let join, let isSource):
             sql =
                 isSource

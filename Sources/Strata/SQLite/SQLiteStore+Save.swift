@@ -25,18 +25,22 @@ extension SQLiteStore {
         guard id.storeIdentifier == metadata.identifier, id.primaryKey != nil, entityNames.contains(id.entityName),
             let table = schema.table(for: id.entityName)
         else {
-            throw StoreError(.invalidRequest, "object \(id) does not belong to this store", storeURL: url, entity: id.entityName)
+            throw StoreError(
+                .invalidRequest, "object \(id) does not belong to this store", storeURL: url, entity: id.entityName)
         }
         return table
     }
 
-    private func foreignKey(_ value: ObjectID?, _ relationship: RelationshipDescription) throws(StoreError) -> SQLiteValue {
+    private func foreignKey(_ value: ObjectID?, _ relationship: RelationshipDescription) throws(StoreError)
+        -> SQLiteValue
+    {
         guard let value else { return .null }
         guard value.storeIdentifier == metadata.identifier, let pk = value.primaryKey,
             model.entity(value.entityName, isKindOf: relationship.destination)
         else {
             throw StoreError(
-                .invalidRequest, "'\(relationship.name)' must refer to a \(relationship.destination) in the same store, not \(value)",
+                .invalidRequest,
+                "'\(relationship.name)' must refer to a \(relationship.destination) in the same store, not \(value)",
                 storeURL: url, entity: relationship.destination, fields: [relationship.name])
         }
         return .integer(pk)
@@ -48,11 +52,15 @@ extension SQLiteStore {
         var current: [ObjectID: Int64?] = [:]
         // Optimistic locking: check every expected version before writing anything.
         var conflicts: [VersionConflict] = []
-        let checks = changes.updates.map { ($0.id, $0.expectedVersion) } + changes.deletes.map { ($0.id, $0.expectedVersion) }
+        let checks =
+            changes.updates.map { ($0.id, $0.expectedVersion) } + changes.deletes.map { ($0.id, $0.expectedVersion) }
         for (id, expected) in checks {
             let table = try table(for: id)
             let stored = try sqlite {
-                try db.query("SELECT \"_version\" FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?", [.integer(id.primaryKey!)]) {
+                try db.query(
+                    "SELECT \"_version\" FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?",
+                    [.integer(id.primaryKey!)]
+                ) {
                     $0.int64(0)
                 }.first
             }
@@ -60,12 +68,14 @@ extension SQLiteStore {
             if let expected, stored != expected {
                 conflicts.append(VersionConflict(id: id, expectedVersion: expected, storedVersion: stored))
             } else if stored == nil {
-                throw StoreError(.notFound, "object \(id) does not exist in the store", storeURL: url, entity: id.entityName)
+                throw StoreError(
+                    .notFound, "object \(id) does not exist in the store", storeURL: url, entity: id.entityName)
             }
         }
         if !conflicts.isEmpty {
             throw StoreError(
-                .conflict, "objects changed since they were read: " + conflicts.map(\.description).joined(separator: "; "),
+                .conflict,
+                "objects changed since they were read: " + conflicts.map(\.description).joined(separator: "; "),
                 storeURL: url, conflicts: conflicts)
         }
         for row in changes.inserts {
@@ -76,8 +86,10 @@ extension SQLiteStore {
             for column in columns {
                 names.append(SQLiteSchema.quote(column.name))
                 switch column {
-                case .attribute(let attribute): arguments.append(SQLiteSchema.encode(row.attributes[attribute.name] ?? .null))
-                case .foreignKey(let relationship): arguments.append(try foreignKey(row.toOne[relationship.name] ?? nil, relationship))
+                case .attribute(let attribute):
+                    arguments.append(SQLiteSchema.encode(row.attributes[attribute.name] ?? .null))
+                case .foreignKey(let relationship):
+                    arguments.append(try foreignKey(row.toOne[relationship.name] ?? nil, relationship))
                 }
             }
             let sql =
@@ -91,21 +103,27 @@ extension SQLiteStore {
             var arguments: [SQLiteValue] = []
             for (name, value) in update.attributes.sorted(by: { $0.key < $1.key }) {
                 guard let attribute = model.attribute(name, of: update.id.entityName) else {
-                    throw StoreError(.invalidRequest, "'\(update.id.entityName)' has no attribute '\(name)'", storeURL: url, entity: update.id.entityName, fields: [name])
+                    throw StoreError(
+                        .invalidRequest, "'\(update.id.entityName)' has no attribute '\(name)'", storeURL: url,
+                        entity: update.id.entityName, fields: [name])
                 }
                 assignments.append("\(SQLiteSchema.quote(attribute.name)) = ?")
                 arguments.append(SQLiteSchema.encode(value))
             }
             for (name, value) in update.toOne.sorted(by: { $0.key < $1.key }) {
-                guard let relationship = model.relationship(name, of: update.id.entityName), !relationship.isToMany else {
-                    throw StoreError(.invalidRequest, "'\(update.id.entityName)' has no to-one relationship '\(name)'", storeURL: url, entity: update.id.entityName, fields: [name])
+                guard let relationship = model.relationship(name, of: update.id.entityName), !relationship.isToMany
+                else {
+                    throw StoreError(
+                        .invalidRequest, "'\(update.id.entityName)' has no to-one relationship '\(name)'",
+                        storeURL: url, entity: update.id.entityName, fields: [name])
                 }
                 assignments.append("\(SQLiteSchema.quote(name)) = ?")
                 arguments.append(try foreignKey(value, relationship))
             }
             assignments.append("\"_version\" = \"_version\" + 1")
             arguments.append(.integer(update.id.primaryKey!))
-            let sql = "UPDATE \(SQLiteSchema.quote(table.name)) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = ?"
+            let sql =
+                "UPDATE \(SQLiteSchema.quote(table.name)) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = ?"
             try write(db, sql, arguments, entity: update.id.entityName)
             versions[update.id] = ((current[update.id] ?? nil) ?? 0) + 1
         }
@@ -113,13 +131,19 @@ extension SQLiteStore {
         for deletion in changes.deletes {
             let table = try table(for: deletion.id)
             let pk = SQLiteValue.integer(deletion.id.primaryKey!)
-            try write(db, "DELETE FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?", [pk], entity: deletion.id.entityName)
+            try write(
+                db, "DELETE FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?", [pk],
+                entity: deletion.id.entityName)
             for join in schema.joinTables {
                 if model.entity(deletion.id.entityName, isKindOf: join.sourceEntity) {
-                    try write(db, "DELETE FROM \(SQLiteSchema.quote(join.name)) WHERE \"source\" = ?", [pk], entity: deletion.id.entityName)
+                    try write(
+                        db, "DELETE FROM \(SQLiteSchema.quote(join.name)) WHERE \"source\" = ?", [pk],
+                        entity: deletion.id.entityName)
                 }
                 if model.entity(deletion.id.entityName, isKindOf: join.targetEntity) {
-                    try write(db, "DELETE FROM \(SQLiteSchema.quote(join.name)) WHERE \"target\" = ?", [pk], entity: deletion.id.entityName)
+                    try write(
+                        db, "DELETE FROM \(SQLiteSchema.quote(join.name)) WHERE \"target\" = ?", [pk],
+                        entity: deletion.id.entityName)
                 }
             }
         }
@@ -134,9 +158,12 @@ extension SQLiteStore {
             for (id, toMany) in lists {
                 for (name, targets) in toMany.sorted(by: { $0.key < $1.key }) {
                     guard let relationship = model.relationship(name, of: id.entityName), relationship.isToMany else {
-                        throw StoreError(.invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)'", storeURL: url, entity: id.entityName, fields: [name])
+                        throw StoreError(
+                            .invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)'", storeURL: url,
+                            entity: id.entityName, fields: [name])
                     }
-                    guard case .joinTable(let join, let isSource)? = model.storage(of: name, in: id.entityName), isSource == pass
+                    guard case .joinTable(let join, let isSource)? = model.storage(of: name, in: id.entityName),
+                        isSource == pass
                     else { continue }
                     let table = SQLiteSchema.quote(join.name)
                     let pk = SQLiteValue.integer(id.primaryKey!)
@@ -145,7 +172,10 @@ extension SQLiteStore {
                     if isSource {
                         try write(db, "DELETE FROM \(table) WHERE \"source\" = ?", [pk], entity: id.entityName)
                         for (position, key) in keys.enumerated() {
-                            try write(db, "INSERT OR REPLACE INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, ?)", [pk, key, .integer(Int64(position))], entity: id.entityName)
+                            try write(
+                                db,
+                                "INSERT OR REPLACE INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, ?)",
+                                [pk, key, .integer(Int64(position))], entity: id.entityName)
                         }
                     } else {
                         try write(db, "DELETE FROM \(table) WHERE \"target\" = ?", [pk], entity: id.entityName)
@@ -162,20 +192,25 @@ extension SQLiteStore {
     }
 
     /// Runs a write, turning a UNIQUE failure into `.uniqueViolation` naming the fields.
-    private func write(_ db: SQLiteConnection, _ sql: String, _ arguments: [SQLiteValue], entity: String) throws(StoreError) {
+    private func write(_ db: SQLiteConnection, _ sql: String, _ arguments: [SQLiteValue], entity: String)
+        throws(StoreError)
+    {
         do {
             try db.run(sql, arguments)
         } catch {
             if error.isUniqueViolation {
                 // SQLite says "UNIQUE constraint failed: Book.title, Book.author".
-                let fields = error.message.components(separatedBy: ": ").last?.components(separatedBy: ", ").map {
-                    String($0.split(separator: ".").last ?? Substring($0))
-                } ?? []
+                let fields =
+                    error.message.components(separatedBy: ": ").last?.components(separatedBy: ", ").map {
+                        String($0.split(separator: ".").last ?? Substring($0))
+                    } ?? []
                 throw StoreError(
-                    .uniqueViolation, "another \(entity) already has the same \(fields.joined(separator: " and "))", storeURL: url,
+                    .uniqueViolation, "another \(entity) already has the same \(fields.joined(separator: " and "))",
+                    storeURL: url,
                     entity: entity, fields: fields, underlying: error)
             }
-            throw StoreError(.io, "SQLite write failed: \(error.message)", storeURL: url, entity: entity, underlying: error)
+            throw StoreError(
+                .io, "SQLite write failed: \(error.message)", storeURL: url, entity: entity, underlying: error)
         }
     }
 

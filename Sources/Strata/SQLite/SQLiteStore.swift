@@ -30,9 +30,12 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
 
     /// Opens or creates the store at `url` for `configuration` of `model`.
     /// - Throws: ``StoreError``: `.unknownConfiguration`, `.io`, `.configurationMismatch`, `.incompatibleModel`.
-    public init(model: ObjectModel, configuration: String?, url: URL, options: StoreOptions = StoreOptions()) throws(StoreError) {
+    public init(model: ObjectModel, configuration: String?, url: URL, options: StoreOptions = StoreOptions())
+        throws(StoreError)
+    {
         guard let entities = model.entityNames(inConfiguration: configuration) else {
-            throw StoreError(.unknownConfiguration, "the model has no configuration '\(configuration ?? "")'", storeURL: url)
+            throw StoreError(
+                .unknownConfiguration, "the model has no configuration '\(configuration ?? "")'", storeURL: url)
         }
         self.model = model
         self.url = url
@@ -41,7 +44,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         entityNames = Set(entities)
         schema = SQLiteSchema(model: model, entities: entities)
         do {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         } catch {
             throw StoreError(.io, "cannot create the store's folder", storeURL: url, underlying: error as NSError)
         }
@@ -63,7 +67,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             }
             if found.entityHashes != hashes {
                 throw StoreError(
-                    .incompatibleModel, Self.describeDifferences(stored: found.entityHashes, model: hashes), storeURL: url)
+                    .incompatibleModel, Self.describeDifferences(stored: found.entityHashes, model: hashes),
+                    storeURL: url)
             }
             metadata = found
         } else {
@@ -75,7 +80,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         }
         var keys: [String: Int64] = [:]
         for table in schema.tables.keys {
-            let maximum = try? writer.query("SELECT max(\"_pk\") FROM \(SQLiteSchema.quote(table))") { $0.int64(0) }.first
+            let maximum = try? writer.query("SELECT max(\"_pk\") FROM \(SQLiteSchema.quote(table))") { $0.int64(0) }
+                .first
             keys[table] = (maximum ?? 0) + 1
         }
         nextKeys = Locked(keys)
@@ -101,7 +107,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             guard exists.first == 1 else {
                 let tables = try db.query("SELECT count(*) FROM sqlite_master") { $0.int64(0) }
                 if tables.first != 0 {
-                    throw StoreError(.incompatibleModel, "the file is an SQLite database but not a Strata store", storeURL: url)
+                    throw StoreError(
+                        .incompatibleModel, "the file is an SQLite database but not a Strata store", storeURL: url)
                 }
                 return nil
             }
@@ -124,7 +131,9 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         }
     }
 
-    private static func createSchema(_ db: SQLiteConnection, schema: SQLiteSchema, metadata: StoreMetadata, url: URL) throws(StoreError) {
+    private static func createSchema(_ db: SQLiteConnection, schema: SQLiteSchema, metadata: StoreMetadata, url: URL)
+        throws(StoreError)
+    {
         do {
             try db.execute("BEGIN IMMEDIATE")
             try db.execute("CREATE TABLE \(metadataTable) (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -141,7 +150,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             try db.execute("COMMIT")
         } catch {
             try? db.execute("ROLLBACK")
-            throw StoreError(.io, "cannot create the store's tables: \(error.message)", storeURL: url, underlying: error)
+            throw StoreError(
+                .io, "cannot create the store's tables: \(error.message)", storeURL: url, underlying: error)
         }
     }
 
@@ -159,7 +169,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             do {
                 connection = try SQLiteConnection(path: url!.path, readOnly: false)
             } catch {
-                throw StoreError(.io, "cannot open a reader connection: \(error.message)", storeURL: url, underlying: error)
+                throw StoreError(
+                    .io, "cannot open a reader connection: \(error.message)", storeURL: url, underlying: error)
             }
         }
         defer { readers.withLock { $0.append(connection) } }

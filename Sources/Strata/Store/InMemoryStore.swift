@@ -28,9 +28,12 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
 
     /// Creates an empty store for `configuration` of `model`; `url` only names it.
     /// - Throws: ``StoreError`` `.unknownConfiguration`.
-    public init(model: ObjectModel, configuration: String?, url: URL? = nil, options: StoreOptions = StoreOptions()) throws(StoreError) {
+    public init(model: ObjectModel, configuration: String?, url: URL? = nil, options: StoreOptions = StoreOptions())
+        throws(StoreError)
+    {
         guard let entities = model.entityNames(inConfiguration: configuration) else {
-            throw StoreError(.unknownConfiguration, "the model has no configuration '\(configuration ?? "")'", storeURL: url)
+            throw StoreError(
+                .unknownConfiguration, "the model has no configuration '\(configuration ?? "")'", storeURL: url)
         }
         self.model = model
         self.url = url
@@ -50,9 +53,12 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
 
     private func family(_ request: FetchRequest) throws(StoreError) -> Set<String> {
         guard entityNames.contains(request.entityName) else {
-            throw StoreError(.notFound, "the store does not hold entity '\(request.entityName)'", storeURL: url, entity: request.entityName)
+            throw StoreError(
+                .notFound, "the store does not hold entity '\(request.entityName)'", storeURL: url,
+                entity: request.entityName)
         }
-        return Set(request.includesSubentities ? model.entityAndSubentities(of: request.entityName) : [request.entityName])
+        return Set(
+            request.includesSubentities ? model.entityAndSubentities(of: request.entityName) : [request.entityName])
     }
 
     private func matching(_ request: FetchRequest, in current: State) throws(StoreError) -> [StoreRow] {
@@ -84,12 +90,15 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
         let current = try committed()
         var rows = try matching(request, in: current)
         for descriptor in request.sortDescriptors where model.attribute(descriptor.key, of: request.entityName) == nil {
-            throw StoreError(.invalidRequest, "cannot sort by '\(descriptor.key)': no such attribute", storeURL: url, entity: request.entityName)
+            throw StoreError(
+                .invalidRequest, "cannot sort by '\(descriptor.key)': no such attribute", storeURL: url,
+                entity: request.entityName)
         }
         rows.sort { lhs, rhs in
             for descriptor in request.sortDescriptors {
                 let order = ValueOrdering.sortOrder(
-                    lhs[attribute: descriptor.key], rhs[attribute: descriptor.key], caseInsensitive: descriptor.caseInsensitive)
+                    lhs[attribute: descriptor.key], rhs[attribute: descriptor.key],
+                    caseInsensitive: descriptor.caseInsensitive)
                 if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
             }
             return lhs.id.primaryKey! < rhs.id.primaryKey!
@@ -114,7 +123,9 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
             let relationship = model.relationship(name, of: id.entityName), relationship.isToMany,
             let storage = model.storage(of: name, in: id.entityName)
         else {
-            throw StoreError(.invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)' in this store", storeURL: url, entity: id.entityName)
+            throw StoreError(
+                .invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)' in this store",
+                storeURL: url, entity: id.entityName)
         }
         let destinationRows = current.rows[model.rootEntity(of: relationship.destination)] ?? [:]
         let keys: [Int64]

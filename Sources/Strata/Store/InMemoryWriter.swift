@@ -8,8 +8,12 @@ struct InMemoryWriter {
     var model: ObjectModel { store.model }
 
     private func check(_ id: ObjectID) throws(StoreError) -> (root: String, pk: Int64) {
-        guard id.storeIdentifier == store.metadata.identifier, let pk = id.primaryKey, store.entityNames.contains(id.entityName) else {
-            throw StoreError(.invalidRequest, "object \(id) does not belong to this store", storeURL: store.url, entity: id.entityName)
+        guard id.storeIdentifier == store.metadata.identifier, let pk = id.primaryKey,
+            store.entityNames.contains(id.entityName)
+        else {
+            throw StoreError(
+                .invalidRequest, "object \(id) does not belong to this store", storeURL: store.url,
+                entity: id.entityName)
         }
         return (model.rootEntity(of: id.entityName), pk)
     }
@@ -20,7 +24,8 @@ struct InMemoryWriter {
             model.entity(value.entityName, isKindOf: relationship.destination)
         else {
             throw StoreError(
-                .invalidRequest, "'\(relationship.name)' must refer to a \(relationship.destination) in the same store, not \(value)",
+                .invalidRequest,
+                "'\(relationship.name)' must refer to a \(relationship.destination) in the same store, not \(value)",
                 storeURL: store.url, entity: relationship.destination, fields: [relationship.name])
         }
     }
@@ -38,26 +43,30 @@ struct InMemoryWriter {
     func apply(_ changes: StoreChanges, to draft: inout InMemoryStore.State) throws(StoreError) -> [ObjectID: Int64] {
         var versions: [ObjectID: Int64] = [:]
         var conflicts: [VersionConflict] = []
-        let checks = changes.updates.map { ($0.id, $0.expectedVersion) } + changes.deletes.map { ($0.id, $0.expectedVersion) }
+        let checks =
+            changes.updates.map { ($0.id, $0.expectedVersion) } + changes.deletes.map { ($0.id, $0.expectedVersion) }
         for (id, expected) in checks {
             let (root, pk) = try check(id)
             let stored = draft.rows[root]?[pk]?.version
             if let expected, stored != expected {
                 conflicts.append(VersionConflict(id: id, expectedVersion: expected, storedVersion: stored))
             } else if stored == nil {
-                throw StoreError(.notFound, "object \(id) does not exist in the store", storeURL: store.url, entity: id.entityName)
+                throw StoreError(
+                    .notFound, "object \(id) does not exist in the store", storeURL: store.url, entity: id.entityName)
             }
         }
         if !conflicts.isEmpty {
             throw StoreError(
-                .conflict, "objects changed since they were read: " + conflicts.map(\.description).joined(separator: "; "),
+                .conflict,
+                "objects changed since they were read: " + conflicts.map(\.description).joined(separator: "; "),
                 storeURL: store.url, conflicts: conflicts)
         }
         for insert in changes.inserts {
             let (root, pk) = try check(insert.id)
             var row = StoreRow(id: insert.id, version: 1)
             for attribute in model.attributes(of: insert.id.entityName) {
-                row.attributes[attribute.name] = Self.normalize(insert.attributes[attribute.name] ?? .null, attribute.type)
+                row.attributes[attribute.name] = Self.normalize(
+                    insert.attributes[attribute.name] ?? .null, attribute.type)
             }
             for relationship in model.relationships(of: insert.id.entityName) where !relationship.isToMany {
                 let value = insert.toOne[relationship.name] ?? nil
@@ -65,7 +74,9 @@ struct InMemoryWriter {
                 row.toOne[relationship.name] = .some(value)
             }
             if draft.rows[root]?[pk] != nil {
-                throw StoreError(.uniqueViolation, "object \(insert.id) already exists", storeURL: store.url, entity: insert.id.entityName)
+                throw StoreError(
+                    .uniqueViolation, "object \(insert.id) already exists", storeURL: store.url,
+                    entity: insert.id.entityName)
             }
             try checkUnique(row, in: draft)
             draft.rows[root, default: [:]][pk] = row
@@ -76,13 +87,18 @@ struct InMemoryWriter {
             guard var row = draft.rows[root]?[pk] else { continue }
             for (name, value) in update.attributes {
                 guard let attribute = model.attribute(name, of: update.id.entityName) else {
-                    throw StoreError(.invalidRequest, "'\(update.id.entityName)' has no attribute '\(name)'", storeURL: store.url, entity: update.id.entityName, fields: [name])
+                    throw StoreError(
+                        .invalidRequest, "'\(update.id.entityName)' has no attribute '\(name)'", storeURL: store.url,
+                        entity: update.id.entityName, fields: [name])
                 }
                 row.attributes[name] = Self.normalize(value, attribute.type)
             }
             for (name, value) in update.toOne {
-                guard let relationship = model.relationship(name, of: update.id.entityName), !relationship.isToMany else {
-                    throw StoreError(.invalidRequest, "'\(update.id.entityName)' has no to-one relationship '\(name)'", storeURL: store.url, entity: update.id.entityName, fields: [name])
+                guard let relationship = model.relationship(name, of: update.id.entityName), !relationship.isToMany
+                else {
+                    throw StoreError(
+                        .invalidRequest, "'\(update.id.entityName)' has no to-one relationship '\(name)'",
+                        storeURL: store.url, entity: update.id.entityName, fields: [name])
                 }
                 try checkReference(value, relationship)
                 row.toOne[name] = .some(value)
@@ -97,8 +113,11 @@ struct InMemoryWriter {
             let (root, pk) = try check(deletion.id)
             draft.rows[root]?[pk] = nil
             for join in model.joinTables(for: store.entityNames) {
-                if model.entity(deletion.id.entityName, isKindOf: join.sourceEntity) { draft.joins[join.name]?[pk] = nil }
-                if model.entity(deletion.id.entityName, isKindOf: join.targetEntity), var table = draft.joins[join.name] {
+                if model.entity(deletion.id.entityName, isKindOf: join.sourceEntity) {
+                    draft.joins[join.name]?[pk] = nil
+                }
+                if model.entity(deletion.id.entityName, isKindOf: join.targetEntity), var table = draft.joins[join.name]
+                {
                     for key in table.keys { table[key]?.removeAll { $0 == pk } }
                     draft.joins[join.name] = table
                 }
@@ -113,9 +132,12 @@ struct InMemoryWriter {
             for (id, toMany) in lists {
                 for (name, targets) in toMany.sorted(by: { $0.key < $1.key }) {
                     guard let relationship = model.relationship(name, of: id.entityName), relationship.isToMany else {
-                        throw StoreError(.invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)'", storeURL: store.url, entity: id.entityName, fields: [name])
+                        throw StoreError(
+                            .invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)'",
+                            storeURL: store.url, entity: id.entityName, fields: [name])
                     }
-                    guard case .joinTable(let join, let isSource)? = model.storage(of: name, in: id.entityName), isSource == pass
+                    guard case .joinTable(let join, let isSource)? = model.storage(of: name, in: id.entityName),
+                        isSource == pass
                     else { continue }
                     for target in targets { try checkReference(target, relationship) }
                     let pk = id.primaryKey!

@@ -238,7 +238,9 @@ private struct JSONParser {
         index += 1
         var scalars = String.UnicodeScalarView()
         var runStart = index
-        func flush(_ parser: JSONParser, upTo end: Int, into scalars: inout String.UnicodeScalarView) throws(JSONParseError) {
+        func flush(_ parser: JSONParser, upTo end: Int, into scalars: inout String.UnicodeScalarView)
+            throws(JSONParseError)
+        {
             if end > runStart {
                 guard let text = String(validating: parser.bytes[runStart..<end], as: UTF8.self) else {
                     throw JSONParseError(offset: runStart, reason: "invalid UTF-8 in a string")
@@ -273,7 +275,8 @@ private struct JSONParser {
                 case UInt8(ascii: "u"):
                     var code = try hex4()
                     if (0xD800..<0xDC00).contains(code) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                            bytes[index + 1] == UInt8(ascii: "u")
                         else { throw fail("unpaired surrogate") }
                         index += 2
                         let low = try hex4()
@@ -317,7 +320,9 @@ private struct JSONParser {
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
         func digits(_ parser: inout JSONParser) -> Int {
             let begin = parser.index
-            while parser.index < parser.bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(parser.bytes[parser.index]) {
+            while parser.index < parser.bytes.count,
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(parser.bytes[parser.index])
+            {
                 parser.index += 1
             }
             return parser.index - begin
@@ -334,12 +339,16 @@ private struct JSONParser {
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             isInteger = false
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             guard digits(&self) > 0 else { throw fail("invalid number") }
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if isInteger, let integer = Int64(text) { return .integer(integer) }
-        guard let double = Double(text), double.isFinite else { throw JSONParseError(offset: start, reason: "number out of range") }
+        guard let double = Double(text), double.isFinite else {
+            throw JSONParseError(offset: start, reason: "number out of range")
+        }
         return .double(double)
     }
 }

@@ -43,10 +43,14 @@ public struct SHA256: Sendable {
         let bitLength = length &* 8
         update([0x80])
         while buffer.count != 56 { update([0]) }
-        for shift in stride(from: 56, through: 0, by: -8) { update([UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))]) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            update([UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))])
+        }
         var digest: [UInt8] = []
         for word in state {
-            for shift in stride(from: 24, through: 0, by: -8) { digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) }
+            for shift in stride(from: 24, through: 0, by: -8) {
+                digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift)))
+            }
         }
         return digest
     }

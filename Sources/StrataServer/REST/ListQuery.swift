@@ -16,7 +16,9 @@ struct ListQuery {
 
     /// Parses `query` for `entity`.
     /// - Throws: a 400 ``Problem`` naming the parameter.
-    init(_ query: [(name: String, value: String)], entity: String, model: ObjectModel, storeFor: (String) -> String?) throws(Problem) {
+    init(_ query: [(name: String, value: String)], entity: String, model: ObjectModel, storeFor: (String) -> String?)
+        throws(Problem)
+    {
         var seen: Set<String> = []
         for (name, value) in query {
             if Self.reserved.contains(name) {
@@ -27,7 +29,8 @@ struct ListQuery {
                 do {
                     predicates.append(try FetchPredicate(format: value))
                 } catch {
-                    throw Problem.badRequest("where: \(error)", errors: [.init(field: "where", code: "invalid", message: "\(error)")])
+                    throw Problem.badRequest(
+                        "where: \(error)", errors: [.init(field: "where", code: "invalid", message: "\(error)")])
                 }
             case "order":
                 for part in value.split(separator: ",", omittingEmptySubsequences: false) {
@@ -46,17 +49,23 @@ struct ListQuery {
                 }
             case "limit":
                 guard let number = Int(value), (1...Self.maxLimit).contains(number) else {
-                    throw Problem.badRequest("limit must be an integer from 1 to \(Self.maxLimit), not '\(value)'", errors: [.init(field: "limit", code: "invalid", message: "bad limit")])
+                    throw Problem.badRequest(
+                        "limit must be an integer from 1 to \(Self.maxLimit), not '\(value)'",
+                        errors: [.init(field: "limit", code: "invalid", message: "bad limit")])
                 }
                 limit = number
             case "offset":
                 guard let number = Int(value), number >= 0 else {
-                    throw Problem.badRequest("offset must be a non-negative integer, not '\(value)'", errors: [.init(field: "offset", code: "invalid", message: "bad offset")])
+                    throw Problem.badRequest(
+                        "offset must be a non-negative integer, not '\(value)'",
+                        errors: [.init(field: "offset", code: "invalid", message: "bad offset")])
                 }
                 offset = number
             case "after":
                 guard let position = Self.decodeCursor(value) else {
-                    throw Problem.badRequest("after: '\(value)' is not a cursor this server issued", errors: [.init(field: "after", code: "invalid", message: "bad cursor")])
+                    throw Problem.badRequest(
+                        "after: '\(value)' is not a cursor this server issued",
+                        errors: [.init(field: "after", code: "invalid", message: "bad cursor")])
                 }
                 offset = position
             case "count":
@@ -66,33 +75,41 @@ struct ListQuery {
                 predicates.append(try Self.filter(name, value, entity: entity, model: model, storeFor: storeFor))
             }
         }
-        if seen.contains("after") && seen.contains("offset") { throw Problem.badRequest("use either 'after' or 'offset', not both") }
+        if seen.contains("after") && seen.contains("offset") {
+            throw Problem.badRequest("use either 'after' or 'offset', not both")
+        }
     }
 
     /// The fetch request for these parameters.
     func request(_ entity: String) -> FetchRequest {
         FetchRequest(
-            entityName: entity, predicate: predicates.isEmpty ? nil : (predicates.count == 1 ? predicates[0] : .and(predicates)),
+            entityName: entity,
+            predicate: predicates.isEmpty ? nil : (predicates.count == 1 ? predicates[0] : .and(predicates)),
             sortDescriptors: order, fetchLimit: limit, fetchOffset: offset)
     }
 
     /// A cursor for the page starting at `offset`.
     static func cursor(_ offset: Int) -> String {
-        Data("o\(offset)".utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Data("o\(offset)".utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
+            of: "/", with: "_"
+        )
+        .replacingOccurrences(of: "=", with: "")
     }
 
     static func decodeCursor(_ text: String) -> Int? {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), let decoded = String(data: data, encoding: .utf8), decoded.hasPrefix("o"),
+        guard let data = Data(base64Encoded: base64), let decoded = String(data: data, encoding: .utf8),
+            decoded.hasPrefix("o"),
             let offset = Int(decoded.dropFirst()), offset >= 0
         else { return nil }
         return offset
     }
 
     /// A filter `attr=[not.]op.value`.
-    static func filter(_ name: String, _ raw: String, entity: String, model: ObjectModel, storeFor: (String) -> String?) throws(Problem) -> FetchPredicate {
+    static func filter(_ name: String, _ raw: String, entity: String, model: ObjectModel, storeFor: (String) -> String?)
+        throws(Problem) -> FetchPredicate
+    {
         func bad(_ message: String) -> Problem {
             Problem.badRequest("\(name): \(message)", errors: [.init(field: name, code: "invalid", message: message)])
         }
@@ -135,26 +152,34 @@ struct ListQuery {
         case "lt": predicate = .comparison(Comparison(path, .less, try value(operand)))
         case "lte": predicate = .comparison(Comparison(path, .lessOrEqual, try value(operand)))
         case "like", "ilike":
-            guard attribute?.type == .string || attribute?.type == .uri else { throw bad("\(op) applies to text attributes") }
-            predicate = .comparison(Comparison(path, .like, .constant(.string(operand)), options: op == "ilike" ? .caseInsensitive : []))
+            guard attribute?.type == .string || attribute?.type == .uri else {
+                throw bad("\(op) applies to text attributes")
+            }
+            predicate = .comparison(
+                Comparison(path, .like, .constant(.string(operand)), options: op == "ilike" ? .caseInsensitive : []))
         case "in":
             guard operand.hasPrefix("("), operand.hasSuffix(")") else { throw bad("in takes a list: in.(a,b)") }
             let inner = operand.dropFirst().dropLast()
             var items: [PredicateTerm] = []
             if !inner.isEmpty {
-                for item in inner.split(separator: ",", omittingEmptySubsequences: false) { items.append(try value(String(item))) }
+                for item in inner.split(separator: ",", omittingEmptySubsequences: false) {
+                    items.append(try value(String(item)))
+                }
             }
             predicate = .comparison(Comparison(path, .in, .list(items)))
         case "is":
             switch operand {
-            case "null": predicate = .comparison(Comparison(path, .equal, relationship != nil ? .object(nil) : .constant(.null)))
+            case "null":
+                predicate = .comparison(Comparison(path, .equal, relationship != nil ? .object(nil) : .constant(.null)))
             case "true", "false":
                 guard attribute?.type == .boolean else { throw bad("is.\(operand) applies to boolean attributes") }
                 predicate = .comparison(Comparison(path, .equal, .constant(.boolean(operand == "true"))))
             default: throw bad("is takes null, true or false")
             }
         default:
-            throw bad("unknown operator '\(op)' (use eq, neq, gt, gte, lt, lte, like, ilike, in, is, with an optional not. before)")
+            throw bad(
+                "unknown operator '\(op)' (use eq, neq, gt, gte, lt, lte, like, ilike, in, is, with an optional not. before)"
+            )
         }
         return negate ? .not(predicate) : predicate
     }

@@ -40,7 +40,8 @@ public final class Metrics: Sendable {
 
     /// How many requests were answered with `status` on `route` (for tests and the benchmark).
     public func requests(route: String, status: Int) -> Int {
-        state.withLock { s in s.requests.filter { $0.key.route == route && $0.key.status == status }.values.reduce(0, +) }
+        state.withLock { s in s.requests.filter { $0.key.route == route && $0.key.status == status }.values.reduce(0, +)
+        }
     }
 
     /// The Prometheus text exposition.
@@ -49,21 +50,38 @@ public final class Metrics: Sendable {
         func escape(_ text: String) -> String {
             text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
         }
-        var lines = ["# HELP strata_requests_total Requests answered, by route, method and status.", "# TYPE strata_requests_total counter"]
-        for (key, value) in s.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
-            lines.append("strata_requests_total{route=\"\(escape(key.route))\",method=\"\(escape(key.method))\",status=\"\(key.status)\"} \(value)")
+        var lines = [
+            "# HELP strata_requests_total Requests answered, by route, method and status.",
+            "# TYPE strata_requests_total counter",
+        ]
+        for (key, value) in s.requests.sorted(by: {
+            ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status)
+        }) {
+            lines.append(
+                "strata_requests_total{route=\"\(escape(key.route))\",method=\"\(escape(key.method))\",status=\"\(key.status)\"} \(value)"
+            )
         }
-        lines += ["# HELP strata_request_duration_seconds Time to answer a request.", "# TYPE strata_request_duration_seconds histogram"]
+        lines += [
+            "# HELP strata_request_duration_seconds Time to answer a request.",
+            "# TYPE strata_request_duration_seconds histogram",
+        ]
         for (index, bound) in Self.bounds.enumerated() {
             lines.append("strata_request_duration_seconds_bucket{le=\"\(bound)\"} \(s.buckets[index])")
         }
         lines.append("strata_request_duration_seconds_bucket{le=\"+Inf\"} \(s.count)")
         lines.append("strata_request_duration_seconds_sum \(s.sum)")
         lines.append("strata_request_duration_seconds_count \(s.count)")
-        lines += ["# HELP strata_store_saves_total Root saves that wrote to a store.", "# TYPE strata_store_saves_total counter"]
-        lines += ["# HELP strata_store_file_bytes Size of a store's files (database and WAL).", "# TYPE strata_store_file_bytes gauge"]
+        lines += [
+            "# HELP strata_store_saves_total Root saves that wrote to a store.",
+            "# TYPE strata_store_saves_total counter",
+        ]
+        lines += [
+            "# HELP strata_store_file_bytes Size of a store's files (database and WAL).",
+            "# TYPE strata_store_file_bytes gauge",
+        ]
         for store in stores {
-            let label = "store=\"\(store.identifier)\",configuration=\"\(escape(store.configuration ?? ObjectModel.defaultConfiguration))\""
+            let label =
+                "store=\"\(store.identifier)\",configuration=\"\(escape(store.configuration ?? ObjectModel.defaultConfiguration))\""
             lines.append("strata_store_saves_total{\(label)} \(s.saves[store.identifier] ?? 0)")
             if let url = store.url {
                 var bytes: Int64 = 0

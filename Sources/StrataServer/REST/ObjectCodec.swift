@@ -17,9 +17,13 @@ struct ObjectCodec {
         }
         for relationship in model.relationships(of: object.entityName) {
             if relationship.isToMany {
-                members[relationship.name] = .array(try object.objectIDs(forKey: relationship.name).map { id in id.primaryKey.map { .integer($0) } ?? .null })
+                members[relationship.name] = .array(
+                    try object.objectIDs(forKey: relationship.name).map { id in
+                        id.primaryKey.map { .integer($0) } ?? .null
+                    })
             } else {
-                members[relationship.name] = try object.objectID(forKey: relationship.name)?.primaryKey.map { .integer($0) } ?? .null
+                members[relationship.name] =
+                    try object.objectID(forKey: relationship.name)?.primaryKey.map { .integer($0) } ?? .null
             }
         }
         return .object(members)
@@ -45,7 +49,9 @@ struct ObjectCodec {
         for (name, value) in body.sorted(by: { $0.key < $1.key }) {
             if name == "id" {
                 if case .integer(let id) = value, id == pathID { continue }
-                fail(name, "readOnly", "id is assigned by the server" + (pathID.map { " and must be \($0) if given" } ?? ""))
+                fail(
+                    name, "readOnly",
+                    "id is assigned by the server" + (pathID.map { " and must be \($0) if given" } ?? ""))
                 continue
             }
             if name == "version" {
@@ -55,7 +61,10 @@ struct ObjectCodec {
             }
             if let attribute = model.attribute(name, of: entity) {
                 guard let converted = AttributeValue(json: value, as: attribute.type) else {
-                    fail(name, "type", "\(name) must be \(Self.describe(attribute.type)), not \(value.typeName) \(Self.preview(value))")
+                    fail(
+                        name, "type",
+                        "\(name) must be \(Self.describe(attribute.type)), not \(value.typeName) \(Self.preview(value))"
+                    )
                     continue
                 }
                 do {
@@ -96,7 +105,11 @@ struct ObjectCodec {
                 try? object.setValue(attribute.defaultValue ?? .null, forKey: attribute.name)
             }
             for relationship in model.relationships(of: entity) where body[relationship.name] == nil {
-                if relationship.isToMany { try? object.setObjects([], forKey: relationship.name) } else { try? object.setObject(nil, forKey: relationship.name) }
+                if relationship.isToMany {
+                    try? object.setObjects([], forKey: relationship.name)
+                } else {
+                    try? object.setObject(nil, forKey: relationship.name)
+                }
             }
         }
         if !errors.isEmpty { throw Problem.validation("the request body does not fit \(entity)", errors) }

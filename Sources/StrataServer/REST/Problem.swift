@@ -56,11 +56,14 @@ public struct Problem: Error, Sendable {
     /// The JSON body.
     public var json: JSONValue {
         var members: [String: JSONValue] = [
-            "type": .string(type), "title": .string(title), "status": .integer(Int64(status)), "detail": .string(detail),
+            "type": .string(type), "title": .string(title), "status": .integer(Int64(status)),
+            "detail": .string(detail),
         ]
         if !errors.isEmpty {
             members["errors"] = .array(
-                errors.map { .object(["field": .string($0.field), "code": .string($0.code), "message": .string($0.message)]) })
+                errors.map {
+                    .object(["field": .string($0.field), "code": .string($0.code), "message": .string($0.message)])
+                })
         }
         for (key, value) in extra { members[key] = value }
         return .object(members)
@@ -99,9 +102,13 @@ extension Problem {
     init(_ error: ContextError) {
         switch error.code {
         case .validation:
-            let fields = error.failures.map { FieldError(field: $0.field, code: $0.rule.rawValue, message: "\($0.field) \($0.message)") }
+            let fields = error.failures.map {
+                FieldError(field: $0.field, code: $0.rule.rawValue, message: "\($0.field) \($0.message)")
+            }
             if error.failures.contains(where: { $0.rule == .deny }) {
-                self = .conflict("the delete is refused by a deny rule: " + error.failures.map(\.description).joined(separator: "; "), errors: fields)
+                self = .conflict(
+                    "the delete is refused by a deny rule: "
+                        + error.failures.map(\.description).joined(separator: "; "), errors: fields)
             } else {
                 self = .validation("the object breaks the model's rules", fields)
             }
@@ -128,7 +135,9 @@ extension Problem {
                 error.message,
                 errors: error.fields.map { FieldError(field: $0, code: "unique", message: "\($0) must be unique") })
         case .conflict: self = Problem(412, "Precondition Failed", error.message)
-        case .invalidRequest: self = .validation(error.message, error.fields.map { FieldError(field: $0, code: "invalid", message: error.message) })
+        case .invalidRequest:
+            self = .validation(
+                error.message, error.fields.map { FieldError(field: $0, code: "invalid", message: error.message) })
         case .notFound: self = .notFound(error.message)
         case .closed, .noStoreForEntity: self = Problem(503, "Service Unavailable", error.message)
         default: self = Problem(500, "Internal Server Error", error.message)

@@ -9,13 +9,15 @@ extension RESTService {
     func batch(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let document = try body(request)
         guard let members = document.objectValue, let operations = members["operations"]?.arrayValue else {
-            throw Problem.badRequest("the body must be {\"operations\": [{\"method\", \"path\", \"headers\", \"body\"}, …]}")
+            throw Problem.badRequest(
+                "the body must be {\"operations\": [{\"method\", \"path\", \"headers\", \"body\"}, …]}")
         }
         if let unknown = members.keys.first(where: { $0 != "operations" }) {
             throw Problem.badRequest("unknown member '\(unknown)' in the batch")
         }
         guard !operations.isEmpty, operations.count <= Self.maxBatchOperations else {
-            throw Problem.badRequest("a batch holds 1 to \(Self.maxBatchOperations) operations, not \(operations.count)")
+            throw Problem.badRequest(
+                "a batch holds 1 to \(Self.maxBatchOperations) operations, not \(operations.count)")
         }
         return try writeLock.withLock { (_: inout Int) throws(Problem) -> HTTPResponse in
             let child = root.newChildContext()
@@ -47,7 +49,8 @@ extension RESTService {
                 var headers: [String: JSONValue] = [:]
                 for (name, value) in response.headers where name != "Content-Type" { headers[name] = .string(value) }
                 let body = response.body.isEmpty ? JSONValue.null : ((try? JSONValue.parse(response.body)) ?? .null)
-                results.append(.object(["status": .integer(Int64(response.status)), "headers": .object(headers), "body": body]))
+                results.append(
+                    .object(["status": .integer(Int64(response.status)), "headers": .object(headers), "body": body]))
             }
             return json(200, .object(["results": .array(results)]))
         }
@@ -86,7 +89,8 @@ extension RESTService {
             let outcome = try create(entity, sub, child, refs: refs)
             if case .objects = outcome { throw Problem.badRequest("a batch creates one object per operation") }
             return (outcome, sub, nil)
-        case ("PATCH", .item(let entity, let id)), ("PUT", .item(let entity, let id)), ("DELETE", .item(let entity, let id)):
+        case ("PATCH", .item(let entity, let id)), ("PUT", .item(let entity, let id)),
+            ("DELETE", .item(let entity, let id)):
             return (try change(entity, id, sub, child, refs: refs), sub, nil)
         case ("GET", .item(let entity, let id)):
             let objectID = try objectID(entity, id, in: child)

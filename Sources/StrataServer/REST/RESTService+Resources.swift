@@ -14,7 +14,8 @@ extension RESTService {
         do {
             let objects = try context.fetch(fetch)
             let more = objects.count > query.limit
-            members["items"] = .array(try objects.prefix(query.limit).map { object throws(ContextError) in try codec.render(object) })
+            members["items"] = .array(
+                try objects.prefix(query.limit).map { object throws(ContextError) in try codec.render(object) })
             members["total"] = query.countExact ? .integer(Int64(try context.count(fetch))) : .null
             members["next"] = more ? .string(nextLink(request, offset: query.offset + query.limit)) : .null
         } catch {
@@ -25,7 +26,9 @@ extension RESTService {
 
     /// The link to the page starting at `offset`, keeping the other parameters.
     func nextLink(_ request: HTTPRequest, offset: Int) -> String {
-        var parts = request.query.filter { $0.name != "after" && $0.name != "offset" }.map { "\(Self.escape($0.name))=\(Self.escape($0.value))" }
+        var parts = request.query.filter { $0.name != "after" && $0.name != "offset" }.map {
+            "\(Self.escape($0.name))=\(Self.escape($0.value))"
+        }
         parts.append("after=\(ListQuery.cursor(offset))")
         return request.path + "?" + parts.joined(separator: "&")
     }
@@ -59,14 +62,18 @@ extension RESTService {
         }
     }
 
-    func property(_ entity: String, _ id: String, _ name: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+    func property(_ entity: String, _ id: String, _ name: String, _ request: HTTPRequest) throws(Problem)
+        -> HTTPResponse
+    {
         let context = root.newChildContext()
         let objectID = try objectID(entity, id, in: context)
         if let relationship = model.relationship(name, of: objectID.entityName) {
             do {
                 let object = try context.object(with: objectID)
                 if !relationship.isToMany {
-                    if !request.query.isEmpty { throw Problem.badRequest("a to-one relationship takes no query parameters") }
+                    if !request.query.isEmpty {
+                        throw Problem.badRequest("a to-one relationship takes no query parameters")
+                    }
                     guard let target = try object.object(forKey: name) else {
                         throw Problem.notFound("\(entity) \(id) has no \(name)")
                     }
@@ -109,23 +116,31 @@ extension RESTService {
                 }
                 limit = number
             case "offset":
-                guard let number = Int(value), number >= 0 else { throw Problem.badRequest("offset must be a non-negative integer") }
+                guard let number = Int(value), number >= 0 else {
+                    throw Problem.badRequest("offset must be a non-negative integer")
+                }
                 offset = number
             case "after":
-                guard let position = ListQuery.decodeCursor(value) else { throw Problem.badRequest("after: '\(value)' is not a cursor this server issued") }
+                guard let position = ListQuery.decodeCursor(value) else {
+                    throw Problem.badRequest("after: '\(value)' is not a cursor this server issued")
+                }
                 offset = position
             case "count":
                 guard value == "exact" else { throw Problem.badRequest("count takes only 'exact'") }
                 countExact = true
-            default: throw Problem.badRequest("unknown query parameter '\(name)' for a related list (use limit, after, offset, count)")
+            default:
+                throw Problem.badRequest(
+                    "unknown query parameter '\(name)' for a related list (use limit, after, offset, count)")
             }
         }
         let window = objects.dropFirst(offset).prefix(limit)
         let items = try window.map { try codec.render($0) }
-        return json(200, .object([
-            "items": .array(items), "total": countExact ? .integer(Int64(objects.count)) : .null,
-            "next": offset + limit < objects.count ? .string(nextLink(request, offset: offset + limit)) : .null,
-        ]))
+        return json(
+            200,
+            .object([
+                "items": .array(items), "total": countExact ? .integer(Int64(objects.count)) : .null,
+                "next": offset + limit < objects.count ? .string(nextLink(request, offset: offset + limit)) : .null,
+            ]))
     }
 
     // MARK: - Writing
@@ -137,7 +152,9 @@ extension RESTService {
             switch value {
             case .integer(let pk): id = try self.objectID(entity, String(pk), in: context)
             case .object(let members) where members.count == 1:
-                guard case .integer(let index)? = members["$ref"], refs.indices.contains(Int(index)), let ref = refs[Int(index)] else {
+                guard case .integer(let index)? = members["$ref"], refs.indices.contains(Int(index)),
+                    let ref = refs[Int(index)]
+                else {
                     throw Problem.badRequest("a {\"$ref\": n} must name an earlier operation that created an object")
                 }
                 id = ref
@@ -151,7 +168,9 @@ extension RESTService {
         }
     }
 
-    func create(_ entity: String, _ request: HTTPRequest, _ child: ObjectContext, refs: [ObjectID?] = []) throws(Problem) -> WriteOutcome {
+    func create(_ entity: String, _ request: HTTPRequest, _ child: ObjectContext, refs: [ObjectID?] = [])
+        throws(Problem) -> WriteOutcome
+    {
         if !request.query.isEmpty { throw Problem.badRequest("creating takes no query parameters") }
         let document = try body(request)
         let many: Bool
@@ -161,14 +180,17 @@ extension RESTService {
         case .array(let array):
             guard !array.isEmpty else { throw Problem.badRequest("the array is empty: send at least one object") }
             (many, items) = (true, array)
-        default: throw Problem.badRequest("the body must be a JSON object, or an array of objects, not \(document.typeName)")
+        default:
+            throw Problem.badRequest("the body must be a JSON object, or an array of objects, not \(document.typeName)")
         }
         if model.entity(named: entity)?.isAbstract == true {
             throw Problem.validation("\(entity) is abstract: create one of its subentities", [])
         }
         var created: [ObjectID] = []
         for (index, item) in items.enumerated() {
-            guard let members = item.objectValue else { throw Problem.badRequest("item \(index) is \(item.typeName), not an object") }
+            guard let members = item.objectValue else {
+                throw Problem.badRequest("item \(index) is \(item.typeName), not an object")
+            }
             let object: ManagedObject
             do {
                 object = try child.insert(entity)
@@ -187,7 +209,9 @@ extension RESTService {
         return many ? .objects(created, status: 201) : .object(created[0], status: 201, location: true)
     }
 
-    func change(_ entity: String, _ id: String, _ request: HTTPRequest, _ child: ObjectContext, refs: [ObjectID?] = []) throws(Problem) -> WriteOutcome {
+    func change(_ entity: String, _ id: String, _ request: HTTPRequest, _ child: ObjectContext, refs: [ObjectID?] = [])
+        throws(Problem) -> WriteOutcome
+    {
         if !request.query.isEmpty { throw Problem.badRequest("this request takes no query parameters") }
         let objectID = try objectID(entity, id, in: child)
         let object: ManagedObject
@@ -217,7 +241,9 @@ extension RESTService {
             guard let members = document.objectValue else {
                 throw Problem.badRequest("the body must be a JSON object, not \(document.typeName)")
             }
-            try codec.apply(members, to: object, replace: request.method == "PUT", pathID: objectID.primaryKey, resolve: resolver(child, refs: refs))
+            try codec.apply(
+                members, to: object, replace: request.method == "PUT", pathID: objectID.primaryKey,
+                resolve: resolver(child, refs: refs))
             return .object(objectID, status: 200, location: false)
         default:
             throw Problem.methodNotAllowed(request.method, allowed: Route.item(entity: entity, id: id).allowed)
@@ -237,7 +263,9 @@ extension RESTService {
                 if location, let pk = object.objectID.primaryKey {
                     headers.append(("Location", "/\(model.resourcePath(of: object.entityName))/\(pk)"))
                 }
-                if minimal { return HTTPResponse(status: status, headers: headers + [("Preference-Applied", "return=minimal")]) }
+                if minimal {
+                    return HTTPResponse(status: status, headers: headers + [("Preference-Applied", "return=minimal")])
+                }
                 return json(status, try codec.render(object), headers: headers)
             case .objects(let ids, let status):
                 if minimal { return HTTPResponse(status: status, headers: [("Preference-Applied", "return=minimal")]) }
@@ -257,12 +285,13 @@ extension RESTService {
         var entities: [JSONValue] = []
         for entity in model.entities {
             let store = stores.first { $0.identifier == storeByEntity[entity.name] }
-            entities.append(.object([
-                "name": .string(entity.name), "path": .string("/\(model.resourcePath(of: entity.name))"),
-                "abstract": .bool(entity.isAbstract),
-                "configuration": .string(store?.configuration ?? ObjectModel.defaultConfiguration),
-                "store": store.map { .string($0.identifier) } ?? .null,
-            ]))
+            entities.append(
+                .object([
+                    "name": .string(entity.name), "path": .string("/\(model.resourcePath(of: entity.name))"),
+                    "abstract": .bool(entity.isAbstract),
+                    "configuration": .string(store?.configuration ?? ObjectModel.defaultConfiguration),
+                    "store": store.map { .string($0.identifier) } ?? .null,
+                ]))
         }
         let storeList: [JSONValue] = stores.map { store in
             .object([
@@ -273,7 +302,10 @@ extension RESTService {
             ])
         }
         return .object([
-            "model": .object(["name": .string(model.name), "version": model.version.map { .string($0) } ?? .null, "hash": .string(model.versionHash)]),
+            "model": .object([
+                "name": .string(model.name), "version": model.version.map { .string($0) } ?? .null,
+                "hash": .string(model.versionHash),
+            ]),
             "entities": .array(entities), "stores": .array(storeList),
         ])
     }

@@ -76,7 +76,8 @@ public final class RESTService: Sendable {
         if method == "OPTIONS" {
             return HTTPResponse(status: 204, headers: [("Allow", route.allowed.joined(separator: ", "))])
         }
-        guard route.allowed.contains(request.method) || (request.method == "HEAD" && route.allowed.contains("GET")) else {
+        guard route.allowed.contains(request.method) || (request.method == "HEAD" && route.allowed.contains("GET"))
+        else {
             throw Problem.methodNotAllowed(request.method, allowed: route.allowed)
         }
         switch route {
@@ -91,15 +92,18 @@ public final class RESTService: Sendable {
             guard let openAPI else { throw Problem.notFound("this server has no OpenAPI document") }
             let document = openAPI()
             return route == .openAPIJSON
-                ? HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(document.json.utf8))
-                : HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: Array(document.yaml.utf8))
+                ? HTTPResponse(
+                    status: 200, headers: [("Content-Type", "application/json")], body: Array(document.json.utf8))
+                : HTTPResponse(
+                    status: 200, headers: [("Content-Type", "application/yaml")], body: Array(document.yaml.utf8))
         case .batch: return try batch(request)
         case .collection(let entity):
             if method == "GET" { return try list(entity, request) }
             return try write(request) { (child: ObjectContext) throws(Problem) in try create(entity, request, child) }
         case .item(let entity, let id):
             if method == "GET" { return try read(entity, id, request) }
-            return try write(request) { (child: ObjectContext) throws(Problem) in try change(entity, id, request, child) }
+            return try write(request) { (child: ObjectContext) throws(Problem) in try change(entity, id, request, child)
+            }
         case .property(let entity, let id, let name): return try property(entity, id, name, request)
         case .unknown: throw Problem.notFound("no resource at \(request.path)")
         }
@@ -108,7 +112,8 @@ public final class RESTService: Sendable {
     // MARK: - Shared pieces
 
     func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(value.jsonText.utf8))
+        HTTPResponse(
+            status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(value.jsonText.utf8))
     }
 
     /// The ID of object `id` of `entity` (the concrete subentity when the row is one).
@@ -131,11 +136,16 @@ public final class RESTService: Sendable {
 
     /// The parsed JSON body of a write request.
     func body(_ request: HTTPRequest) throws(Problem) -> JSONValue {
-        let type = (request.header("content-type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        let type =
+            (request.header("content-type") ?? "").split(separator: ";").first.map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            } ?? ""
         guard type == "application/json" || type.hasSuffix("+json") else {
             throw Problem(
                 415, "Unsupported Media Type",
-                type.isEmpty ? "send the body as application/json (no Content-Type was given)" : "send the body as application/json, not \(type)")
+                type.isEmpty
+                    ? "send the body as application/json (no Content-Type was given)"
+                    : "send the body as application/json, not \(type)")
         }
         do {
             return try JSONValue.parse(request.body, maxDepth: 32)
@@ -152,7 +162,9 @@ public final class RESTService: Sendable {
         for part in trimmed.split(separator: ",") {
             var tag = part.trimmingCharacters(in: .whitespaces)
             if tag.hasPrefix("W/") { tag.removeFirst(2) }
-            guard tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\""), let version = Int64(tag.dropFirst().dropLast()) else {
+            guard tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\""),
+                let version = Int64(tag.dropFirst().dropLast())
+            else {
                 throw Problem.badRequest("'\(header)' is not a list of entity tags such as \"3\"")
             }
             versions.insert(version)
@@ -163,7 +175,9 @@ public final class RESTService: Sendable {
 
     /// Runs a write in a new child context: saves it into the root and the root into the stores,
     /// all or nothing, then renders the outcome.
-    func write(_ request: HTTPRequest, _ body: (ObjectContext) throws(Problem) -> WriteOutcome) throws(Problem) -> HTTPResponse {
+    func write(_ request: HTTPRequest, _ body: (ObjectContext) throws(Problem) -> WriteOutcome) throws(Problem)
+        -> HTTPResponse
+    {
         try writeLock.withLock { (_: inout Int) throws(Problem) -> HTTPResponse in
             let child = root.newChildContext()
             let outcome = try body(child)

@@ -58,7 +58,8 @@ public struct ServerOptions: Sendable {
         let options = StoreOptions(durability: durability)
         func description(_ configuration: String?, _ spec: StoreSpec) -> StoreDescription {
             StoreDescription(
-                type: spec.type, configuration: configuration, url: spec.path.map { URL(fileURLWithPath: $0) }, options: options)
+                type: spec.type, configuration: configuration, url: spec.path.map { URL(fileURLWithPath: $0) },
+                options: options)
         }
         if let all = stores[ObjectModel.defaultConfiguration] { return [description(nil, all)] }
         let names = model.configurations.map(\.name)

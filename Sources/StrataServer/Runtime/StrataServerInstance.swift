@@ -97,14 +97,18 @@ public final class StrataServerInstance: Sendable {
 
     static func notReady(_ request: HTTPRequest, metrics: Metrics) -> HTTPResponse {
         if request.path == "/live" {
-            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(#"{"status":"live"}"#.utf8))
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "application/json")], body: Array(#"{"status":"live"}"#.utf8))
         }
         return Problem(503, "Service Unavailable", "the stores are still loading").response
     }
 
     /// One access-log line.
-    static func accessLine(_ request: HTTPRequest, _ response: HTTPResponse, _ milliseconds: Double, format: String) -> String {
-        let query = request.query.isEmpty ? "" : "?" + request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
+    static func accessLine(_ request: HTTPRequest, _ response: HTTPResponse, _ milliseconds: Double, format: String)
+        -> String
+    {
+        let query =
+            request.query.isEmpty ? "" : "?" + request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
         let duration = (milliseconds * 1000).rounded() / 1000
         if format == "json" {
             return JSONValue.object([
@@ -114,7 +118,8 @@ public final class StrataServerInstance: Sendable {
                 "ms": .double(duration),
             ]).jsonText
         }
-        return "\(request.remoteAddress) \"\(request.method) \(request.path)\(query)\" \(response.status) \(response.body.count) \(duration)ms"
+        return
+            "\(request.remoteAddress) \"\(request.method) \(request.path)\(query)\" \(response.status) \(response.body.count) \(duration)ms"
     }
 }
 
