@@ -40,6 +40,8 @@ let contextModel: ObjectModel = try! ObjectModel.load(
 enum StackKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case explicit
     case container
+    /// The explicit stack over in-memory stores.
+    case memory
 
     var testDescription: String { rawValue }
 
@@ -55,6 +57,11 @@ enum StackKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
                 type: .sqlite, configuration: "Main", url: folder.file("main.sqlite"), options: options)
             try coordinator.addStore(
                 type: .sqlite, configuration: "Logs", url: folder.file("logs.sqlite"), options: options)
+            return ObjectContext(coordinator: coordinator, mergePolicy: mergePolicy)
+        case .memory:
+            let coordinator = StoreCoordinator(model: contextModel)
+            try coordinator.addStore(type: .inMemory, configuration: "Main")
+            try coordinator.addStore(type: .inMemory, configuration: "Logs")
             return ObjectContext(coordinator: coordinator, mergePolicy: mergePolicy)
         case .container:
             var stores = PersistentContainer.sqliteStores(for: contextModel, in: folder.url)
