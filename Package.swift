@@ -21,7 +21,7 @@ let package = Package(
         ),
         .target(name: "Strata", dependencies: ["CSQLite"]),
         .target(name: "StrataServer", dependencies: ["Strata", "CMicroHTTPD"]),
-        .executableTarget(name: "strata", dependencies: ["Strata", "StrataServer"]),
+        .executableTarget(name: "strata", dependencies: ["Strata", "StrataServer", "CSQLite"]),
         .testTarget(name: "StrataTests", dependencies: ["Strata"]),
         .testTarget(name: "StrataServerTests", dependencies: ["StrataServer", "Strata"]),
     ],

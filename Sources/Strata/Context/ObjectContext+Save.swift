@@ -18,15 +18,7 @@ extension ObjectContext {
     public func save() throws(ContextError) {
         if let parent {
             try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
-                let failures = try validationFailures(&s)
-                if !failures.isEmpty { throw ContextError(.validation, "validation failed", failures: failures) }
-                var pushed = PushedChanges()
-                pushed.inserts = s.inserted.compactMap { s.objects[$0] }
-                for (id, change) in s.updated where !change.isEmpty {
-                    if let state = s.objects[id] { pushed.updates.append((id, change, state)) }
-                }
-                pushed.deletes = s.deleted.map { ($0.key, $0.value) }
-                pushed.assignments = s.assignments
+                let pushed = try pushedChanges(&s)
                 try parent.receive(pushed)
                 s.clearPending()
             }
@@ -36,9 +28,28 @@ extension ObjectContext {
         if let changes { notify(changes) }
     }
 
+    /// Validates this (child) context's changes and packs them for its parent, leaving them in place.
+    func pushedChanges(_ s: inout ContextStorage) throws(ContextError) -> PushedChanges {
+        let failures = try validationFailures(&s)
+        if !failures.isEmpty { throw ContextError(.validation, "validation failed", failures: failures) }
+        var pushed = PushedChanges()
+        pushed.inserts = s.inserted.compactMap { s.objects[$0] }
+        for (id, change) in s.updated where !change.isEmpty {
+            if let state = s.objects[id] { pushed.updates.append((id, change, state)) }
+        }
+        pushed.deletes = s.deleted.map { ($0.key, $0.value) }
+        pushed.assignments = s.assignments
+        return pushed
+    }
+
     /// Applies a child's pushed changes to this context.
     func receive(_ pushed: PushedChanges) throws(ContextError) {
-        try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+        try storage.withLock { (s: inout ContextStorage) throws(ContextError) in try receive(pushed, &s) }
+    }
+
+    /// Applies a child's pushed changes to this context's storage (lock held by the caller).
+    func receive(_ pushed: PushedChanges, _ s: inout ContextStorage) throws(ContextError) {
+        do {
             for var state in pushed.inserts {
                 state.id = registry.canonical(state.id)
                 state.rewrite(registryMap(state))
@@ -148,7 +159,7 @@ extension ObjectContext {
 
     /// Validates, writes through the coordinator (resolving conflicts by the merge policy), and
     /// updates this root context; returns the changes to publish.
-    private func saveToStores(_ s: inout ContextStorage) throws(ContextError) -> ContextChanges? {
+    func saveToStores(_ s: inout ContextStorage) throws(ContextError) -> ContextChanges? {
         let failures = try validationFailures(&s)
         if !failures.isEmpty { throw ContextError(.validation, "validation failed", failures: failures) }
         var attempts = 0

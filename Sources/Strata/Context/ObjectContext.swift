@@ -19,17 +19,17 @@ public final class ObjectContext: @unchecked Sendable {
 
     let registry: ObjectIDRegistry
     let storage = Locked(ContextStorage())
-    private let queue: DispatchQueue
+    /// The serial queue of `perform`, made on first use: most contexts (one per request) never need one.
+    private let queueBox = Locked<DispatchQueue?>(nil)
     private let queueKey = DispatchSpecificKey<Bool>()
     private let observers = Locked<[UUID: @Sendable (ContextChanges) -> Void]>([:])
+    let commitQueue = Locked(CommitQueue())
 
     /// Creates a root context that saves through `coordinator`.
     public init(coordinator: StoreCoordinator, mergePolicy: MergePolicy = .error) {
         self.coordinator = coordinator
         parent = nil
         registry = ObjectIDRegistry()
-        queue = DispatchQueue(label: "strata.context")
-        queue.setSpecific(key: queueKey, value: true)
         storage.withLock { $0.mergePolicy = mergePolicy }
     }
 
@@ -37,8 +37,6 @@ public final class ObjectContext: @unchecked Sendable {
         coordinator = parent.coordinator
         self.parent = parent
         registry = parent.registry
-        queue = DispatchQueue(label: "strata.context.child")
-        queue.setSpecific(key: queueKey, value: true)
         let policy = parent.mergePolicy
         storage.withLock { $0.mergePolicy = policy }
     }
@@ -50,6 +48,16 @@ public final class ObjectContext: @unchecked Sendable {
     public var mergePolicy: MergePolicy {
         get { storage.withLock { $0.mergePolicy } }
         set { storage.withLock { $0.mergePolicy = newValue } }
+    }
+
+    private var queue: DispatchQueue {
+        queueBox.withLock { box in
+            if let queue = box { return queue }
+            let queue = DispatchQueue(label: "strata.context")
+            queue.setSpecific(key: queueKey, value: true)
+            box = queue
+            return queue
+        }
     }
 
     /// Runs `body` on the context's serial queue and returns its result.
@@ -98,18 +106,14 @@ public final class ObjectContext: @unchecked Sendable {
 
     /// Discards every unsaved change; objects show their saved values again.
     public func rollback() {
-        storage.withLock { s in
-            for id in s.inserted { s.objects[id] = nil }
-            for (id, original) in s.originals { s.objects[id] = original }
-            for id in s.deleted.keys where s.originals[id] == nil { s.objects[id] = s.deletedStates[id] }
-            s.inserted.removeAll()
-            s.insertedSet.removeAll()
-            s.updated.removeAll()
-            s.deleted.removeAll()
-            s.deletedStates.removeAll()
-            s.originals.removeAll()
-            s.assignments.removeAll()
-        }
+        storage.withLock { s in rollback(&s) }
+    }
+
+    func rollback(_ s: inout ContextStorage) {
+        for id in s.inserted { s.objects[id] = nil }
+        for (id, original) in s.originals { s.objects[id] = original }
+        for id in s.deleted.keys where s.originals[id] == nil { s.objects[id] = s.deletedStates[id] }
+        s.clearPending()
     }
 
     /// Forgets every object and change, as if the context were new.

@@ -19,13 +19,14 @@ extension RESTService {
             throw Problem.badRequest(
                 "a batch holds 1 to \(Self.maxBatchOperations) operations, not \(operations.count)")
         }
-        return try writeLock.withLock { (_: inout Int) throws(Problem) -> HTTPResponse in
+        do {
             let child = root.newChildContext()
+            var expectations: [ObjectID: Int64] = [:]
             var refs: [ObjectID?] = []
             var outcomes: [(WriteOutcome?, HTTPRequest, HTTPResponse?)] = []
             for (index, operation) in operations.enumerated() {
                 do throws(Problem) {
-                    let (outcome, sub, immediate) = try perform(operation, child, refs: refs)
+                    let (outcome, sub, immediate) = try perform(operation, child, refs: refs, expectations: &expectations)
                     if case .object(let id, _, true)? = outcome { refs.append(id) } else { refs.append(nil) }
                     outcomes.append((outcome, sub, immediate))
                 } catch {
@@ -36,7 +37,7 @@ extension RESTService {
                 }
             }
             do throws(Problem) {
-                try commit(child)
+                try commit(child, expecting: expectations)
             } catch {
                 var problem = error
                 problem.detail = "the batch was not saved: \(problem.detail)"
@@ -57,7 +58,9 @@ extension RESTService {
     }
 
     /// Runs one batch operation in `child`.
-    private func perform(_ operation: JSONValue, _ child: ObjectContext, refs: [ObjectID?]) throws(Problem)
+    private func perform(
+        _ operation: JSONValue, _ child: ObjectContext, refs: [ObjectID?], expectations: inout [ObjectID: Int64]
+    ) throws(Problem)
         -> (WriteOutcome?, HTTPRequest, HTTPResponse?)
     {
         guard let members = operation.objectValue, let method = members["method"]?.stringValue?.uppercased(),
@@ -91,7 +94,7 @@ extension RESTService {
             return (outcome, sub, nil)
         case ("PATCH", .item(let entity, let id)), ("PUT", .item(let entity, let id)),
             ("DELETE", .item(let entity, let id)):
-            return (try change(entity, id, sub, child, refs: refs), sub, nil)
+            return (try change(entity, id, sub, child, refs: refs, expectations: &expectations), sub, nil)
         case ("GET", .item(let entity, let id)):
             let objectID = try objectID(entity, id, in: child)
             return (.object(objectID, status: 200, location: false), sub, nil)

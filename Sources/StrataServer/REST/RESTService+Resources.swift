@@ -6,7 +6,7 @@ extension RESTService {
 
     func list(_ entity: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let query = try ListQuery(request.query, entity: entity, model: model, storeFor: { storeByEntity[$0] })
-        let context = root.newChildContext()
+        let context = readContext()
         var fetch = query.request(entity)
         // One more than the page tells whether there is a next page.
         fetch.fetchLimit = query.limit + 1
@@ -41,7 +41,7 @@ extension RESTService {
 
     func read(_ entity: String, _ id: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         if !request.query.isEmpty { throw Problem.badRequest("a single object takes no query parameters") }
-        let context = root.newChildContext()
+        let context = readContext()
         let objectID = try objectID(entity, id, in: context)
         do {
             let object = try context.object(with: objectID)
@@ -65,7 +65,7 @@ extension RESTService {
     func property(_ entity: String, _ id: String, _ name: String, _ request: HTTPRequest) throws(Problem)
         -> HTTPResponse
     {
-        let context = root.newChildContext()
+        let context = readContext()
         let objectID = try objectID(entity, id, in: context)
         if let relationship = model.relationship(name, of: objectID.entityName) {
             do {
@@ -209,9 +209,10 @@ extension RESTService {
         return many ? .objects(created, status: 201) : .object(created[0], status: 201, location: true)
     }
 
-    func change(_ entity: String, _ id: String, _ request: HTTPRequest, _ child: ObjectContext, refs: [ObjectID?] = [])
-        throws(Problem) -> WriteOutcome
-    {
+    func change(
+        _ entity: String, _ id: String, _ request: HTTPRequest, _ child: ObjectContext, refs: [ObjectID?] = [],
+        expectations: inout [ObjectID: Int64]
+    ) throws(Problem) -> WriteOutcome {
         if !request.query.isEmpty { throw Problem.badRequest("this request takes no query parameters") }
         let objectID = try objectID(entity, id, in: child)
         let object: ManagedObject
@@ -227,6 +228,8 @@ extension RESTService {
                     "\(entity) \(id) is at version \(object.version), not \(tags.sorted().map(String.init).joined(separator: " or ")); read it again and retry",
                     extra: ["currentVersion": .integer(object.version)])
             }
+            // Checked again when the commit happens, in case another write got there first.
+            expectations[objectID] = object.version
         }
         switch request.method {
         case "DELETE":

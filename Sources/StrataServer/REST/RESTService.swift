@@ -16,9 +16,6 @@ public final class RESTService: Sendable {
     let codec: ObjectCodec
     let resources: [String: String]
     let storeByEntity: [String: String]
-    /// Writes are applied one request at a time, so a failed root save can be rolled back without
-    /// touching another request's changes.
-    let writeLock = Locked(0)
     /// The OpenAPI document, if one is served.
     let openAPI: (@Sendable () -> (json: String, yaml: String))?
 
@@ -99,10 +96,13 @@ public final class RESTService: Sendable {
         case .batch: return try batch(request)
         case .collection(let entity):
             if method == "GET" { return try list(entity, request) }
-            return try write(request) { (child: ObjectContext) throws(Problem) in try create(entity, request, child) }
+            return try write(request) { (child: ObjectContext, _: inout [ObjectID: Int64]) throws(Problem) in
+                try create(entity, request, child)
+            }
         case .item(let entity, let id):
             if method == "GET" { return try read(entity, id, request) }
-            return try write(request) { (child: ObjectContext) throws(Problem) in try change(entity, id, request, child)
+            return try write(request) { (child: ObjectContext, expectations: inout [ObjectID: Int64]) throws(Problem) in
+                try change(entity, id, request, child, expectations: &expectations)
             }
         case .property(let entity, let id, let name): return try property(entity, id, name, request)
         case .unknown: throw Problem.notFound("no resource at \(request.path)")
@@ -173,35 +173,32 @@ public final class RESTService: Sendable {
         return versions
     }
 
-    /// Runs a write in a new child context: saves it into the root and the root into the stores,
-    /// all or nothing, then renders the outcome.
-    func write(_ request: HTTPRequest, _ body: (ObjectContext) throws(Problem) -> WriteOutcome) throws(Problem)
-        -> HTTPResponse
-    {
-        try writeLock.withLock { (_: inout Int) throws(Problem) -> HTTPResponse in
-            let child = root.newChildContext()
-            let outcome = try body(child)
-            try commit(child)
-            return try render(outcome, request)
-        }
+    /// Runs a write in a new child context of the root and commits it (group-committed with
+    /// concurrent writes), then renders the outcome.
+    func write(
+        _ request: HTTPRequest, _ body: (ObjectContext, inout [ObjectID: Int64]) throws(Problem) -> WriteOutcome
+    ) throws(Problem) -> HTTPResponse {
+        let child = root.newChildContext()
+        var expectations: [ObjectID: Int64] = [:]
+        let outcome = try body(child, &expectations)
+        try commit(child, expecting: expectations)
+        return try render(outcome, request)
     }
 
-    /// Saves a child into the root and the root into the stores; on failure nothing is kept.
-    func commit(_ child: ObjectContext) throws(Problem) {
+    /// Commits a child through the root's group commit; on failure nothing of it is kept.
+    func commit(_ child: ObjectContext, expecting expectations: [ObjectID: Int64]) throws(Problem) {
         do {
-            try child.save()
+            try root.commit(child, expecting: expectations)
         } catch {
             throw Problem(error)
         }
-        do {
-            try root.save()
-        } catch {
-            root.rollback()
-            throw Problem(error)
-        }
-        // Keep the root's cache from growing with every object ever read.
+        // Keep the root's cache from growing with every object ever written.
         if root.registeredObjectCount > 10_000 { root.reset() }
     }
+
+    /// A context for a read: a fresh root over the same stores, so reads never wait for the
+    /// shared root while it commits.
+    func readContext() -> ObjectContext { ObjectContext(coordinator: coordinator) }
 }
 
 /// What a write produced, rendered after the save when permanent IDs are known.

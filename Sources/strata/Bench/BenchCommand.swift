@@ -1,0 +1,141 @@
+import Foundation
+import Strata
+import StrataServer
+
+/// `strata bench`: every performance target measured in one run, each next to its baseline from
+/// the same run, so the ratios hold on a shared, noisy machine.
+enum BenchCommand {
+    static let usage = """
+        usage: strata bench [--duration SECONDS] [--soak SECONDS] [--objects N] [--quick]
+
+        Runs the library and HTTP benchmarks and prints a table with each scenario's throughput,
+        p50/p99 latency, the baseline measured in the same run, and the ratio to its target.
+        HTTP load comes from wrk (apt-get install wrk), against a server started in this process
+        on a free loopback port with SQLite stores in a temporary folder (synchronous=FULL).
+
+          --duration SECONDS   length of each HTTP run (default 5)
+          --soak SECONDS       length of the mixed run that checks memory stays flat (default 60;
+                               the target is stated for 300)
+          --objects N          objects for the library insert/fetch scenarios (default 100000)
+          --quick              1 s runs, 10,000 objects, 10 s soak: a smoke test of the command
+        """
+
+    struct Settings {
+        var duration = 5
+        var soak = 60
+        var objects = 100_000
+    }
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var settings = Settings()
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            func value() -> Int? {
+                guard index + 1 < arguments.count, let number = Int(arguments[index + 1]), number > 0 else { return nil }
+                index += 1
+                return number
+            }
+            switch argument {
+            case "--help", "-h":
+                print(usage)
+                return 0
+            case "--quick":
+                settings = Settings(duration: 1, soak: 10, objects: 10_000)
+            case "--duration":
+                guard let number = value() else { return fail("--duration needs a positive number of seconds") }
+                settings.duration = number
+            case "--soak":
+                guard let number = value() else { return fail("--soak needs a positive number of seconds") }
+                settings.soak = number
+            case "--objects":
+                guard let number = value() else { return fail("--objects needs a positive number") }
+                settings.objects = number
+            default: return fail("unknown option '\(argument)'; see strata bench --help")
+            }
+            index += 1
+        }
+        guard let wrk = Wrk.find() else {
+            return fail("wrk is not installed: apt-get install wrk")
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var table = BenchTable()
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            printError("bench: library scenarios (\(settings.objects) objects)…")
+            try LibraryBench(folder: folder, objects: settings.objects).run(into: &table)
+            printError("bench: HTTP scenarios (\(settings.duration) s each)…")
+            try HTTPBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
+        } catch {
+            return fail("\(error)")
+        }
+        print(table.render())
+        return table.allTargetsMet ? 0 : 1
+    }
+
+    static func fail(_ message: String) -> Int32 {
+        printError("strata bench: \(message)")
+        return 64
+    }
+}
+
+/// The result table.
+struct BenchTable {
+    struct Row {
+        var scenario: String
+        var connections: String
+        var throughput: Double
+        var unit: String
+        var p50: String
+        var p99: String
+        var baseline: String
+        var baselineValue: Double?
+        /// The ratio to the baseline and the target, for rows that have one.
+        var target: (ratio: Double, atLeast: Double?, atMost: Double?)?
+        var note = ""
+
+        var met: Bool? {
+            guard let target else { return nil }
+            if let minimum = target.atLeast, target.ratio < minimum { return false }
+            if let maximum = target.atMost, target.ratio > maximum { return false }
+            return true
+        }
+    }
+
+    var rows: [Row] = []
+    var notes: [String] = []
+
+    var allTargetsMet: Bool { rows.allSatisfy { $0.met != false } }
+
+    static func format(_ value: Double) -> String {
+        if value >= 100 { return String(Int(value.rounded())) }
+        return String(format: "%.2f", value)
+    }
+
+    func render() -> String {
+        let header = ["scenario", "conns", "throughput", "p50", "p99", "baseline (same run)", "ratio", "target", "met"]
+        var lines: [[String]] = [header]
+        for row in rows {
+            var ratio = ""
+            var target = ""
+            if let t = row.target {
+                ratio = String(format: "%.2f×", t.ratio)
+                if let minimum = t.atLeast { target = "≥ \(Self.format(minimum))×" }
+                if let maximum = t.atMost { target = "≤ \(Self.format(maximum))×" }
+            }
+            let met = row.met.map { $0 ? "yes" : "NO" } ?? ""
+            lines.append([
+                row.scenario, row.connections, "\(Self.format(row.throughput)) \(row.unit)", row.p50, row.p99,
+                row.baseline + (row.baselineValue.map { " \(Self.format($0))" } ?? ""), ratio, target, met,
+            ])
+        }
+        var widths = [Int](repeating: 0, count: header.count)
+        for line in lines { for (i, cell) in line.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        var out = lines.map { line in
+            "| " + line.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }.joined(separator: " | ") + " |"
+        }
+        out.insert("|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|", at: 1)
+        return (out + [""] + notes).joined(separator: "\n")
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import Strata
+import StrataServer
+
+/// Finds and drives wrk.
+struct Wrk {
+    let path: String
+
+    static func find() -> Wrk? {
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
+            let candidate = "\(directory)/wrk"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return Wrk(path: candidate) }
+        }
+        return nil
+    }
+
+    struct Result {
+        var requestsPerSecond: Double
+        var p50: String
+        var p99: String
+        var errors: String
+    }
+
+    /// Runs wrk with a Lua script and parses its summary.
+    func run(url: String, connections: Int, seconds: Int, script: String, folder: URL) throws -> Result {
+        let scriptURL = folder.appendingPathComponent("wrk-\(UUID().uuidString).lua")
+        try Data(script.utf8).write(to: scriptURL)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["-t", "\(min(connections, 2))", "-c", "\(connections)", "-d", "\(seconds)s", "--latency", "-s", scriptURL.path, url]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        func field(_ prefix: String) -> String? {
+            text.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(prefix) }
+                .map { $0.trimmingCharacters(in: .whitespaces).dropFirst(prefix.count).trimmingCharacters(in: .whitespaces) }
+        }
+        guard let rate = field("Requests/sec:").flatMap(Double.init) else { throw BenchError("wrk printed no rate:\n\(text)") }
+        var errors = ""
+        if let socket = field("Socket errors:") { errors += "socket errors: \(socket) " }
+        if let non2xx = field("Non-2xx or 3xx responses:") { errors += "non-2xx/3xx: \(non2xx)" }
+        return Result(requestsPerSecond: rate, p50: field("50%") ?? "", p99: field("99%") ?? "", errors: errors)
+    }
+}
+
+/// HTTP scenarios against a server started in this process, each beside its baseline.
+struct HTTPBench {
+    let folder: URL
+    let wrk: Wrk
+    let settings: BenchCommand.Settings
+
+    static let seedBooks = 1000
+
+    func run(into table: inout BenchTable) throws {
+        var options = ServerOptions()
+        options.port = 0
+        options.dataDirectory = folder.appendingPathComponent("http").path
+        options.maxConnections = 4096
+        let server = StrataServerInstance(model: try ObjectModel.example, options: options, log: { _ in })
+        try server.start()
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)"
+        try seed(server)
+
+        let commits = try RawSQLite.singleRowCommits(
+            path: folder.appendingPathComponent("commits.sqlite").path, seconds: 2, synchronous: "FULL")
+        let randomBook = "math.random(1, \(Self.seedBooks))"
+        let scripts: [(name: String, script: String, baseline: String)] = [
+            ("GET /books/{id}", "request = function() return wrk.format('GET', '/books/' .. \(randomBook)) end", "live"),
+            ("GET /books?filter&order", "request = function() return wrk.format('GET', '/books?year=gte.' .. math.random(1900, 2010) .. '&order=title&limit=20') end", "live"),
+            ("POST /search-logs", "wrk.method = 'POST'; wrk.path = '/search-logs'; wrk.body = '{\"query\": \"bench\", \"results\": 1}'; wrk.headers['Content-Type'] = 'application/json'", "commits"),
+            ("PATCH /books/{id}", "request = function() return wrk.format('PATCH', '/books/' .. \(randomBook), {['Content-Type'] = 'application/json'}, '{\"rating\": ' .. math.random(0, 5) .. '}') end", "commits"),
+            ("mixed 90% GET / 10% POST", """
+                request = function()
+                  if math.random(1, 10) == 1 then
+                    return wrk.format('POST', '/search-logs', {['Content-Type'] = 'application/json'}, '{"query": "mixed"}')
+                  end
+                  return wrk.format('GET', '/books/' .. \(randomBook))
+                end
+                """, "live"),
+        ]
+        for connections in [1, 64] {
+            let live = try wrk.run(url: base + "/live", connections: connections, seconds: settings.duration, script: "", folder: folder)
+            table.rows.append(
+                BenchTable.Row(
+                    scenario: "GET /live (ceiling)", connections: "\(connections)", throughput: live.requestsPerSecond, unit: "req/s",
+                    p50: live.p50, p99: live.p99, baseline: "", baselineValue: nil, target: nil, note: live.errors))
+            for scenario in scripts {
+                let result = try wrk.run(url: base, connections: connections, seconds: settings.duration, script: scenario.script, folder: folder)
+                var row = BenchTable.Row(
+                    scenario: scenario.name, connections: "\(connections)", throughput: result.requestsPerSecond, unit: "req/s",
+                    p50: result.p50, p99: result.p99, baseline: "", baselineValue: nil, target: nil, note: result.errors)
+                if scenario.baseline == "live" {
+                    row.baseline = "GET /live"
+                    row.baselineValue = live.requestsPerSecond
+                    if scenario.name.hasPrefix("GET /books/{id}") && connections == 64 {
+                        row.target = (result.requestsPerSecond / live.requestsPerSecond, 0.5, nil)
+                    }
+                } else {
+                    row.baseline = "raw SQLite 1-row commits (FULL)"
+                    row.baselineValue = commits
+                    if scenario.name.hasPrefix("POST") && connections == 64 {
+                        row.target = (result.requestsPerSecond / commits, 3, nil)
+                    }
+                }
+                if !result.errors.isEmpty { table.notes.append("\(scenario.name) at \(connections): \(result.errors)") }
+                table.rows.append(row)
+            }
+        }
+        // Memory: peak RSS across a mixed run after warm-up.
+        let warm = Memory.residentBytes()
+        _ = try wrk.run(url: base, connections: 64, seconds: settings.soak, script: scripts[4].script, folder: folder)
+        let after = Memory.residentBytes()
+        let peak = Memory.peakResidentBytes()
+        let growth = warm > 0 ? Double(after - warm) / Double(warm) : 0
+        table.notes.append(
+            String(
+                format: "memory: RSS %.1f MiB after warm-up, %.1f MiB after a %d s mixed run at 64 connections (growth %.1f%%; target < 10%%); peak %.1f MiB",
+                Double(warm) / 1_048_576, Double(after) / 1_048_576, settings.soak, growth * 100, Double(peak) / 1_048_576))
+        table.rows.append(
+            BenchTable.Row(
+                scenario: "RSS growth over mixed soak", connections: "64", throughput: Double(after) / 1_048_576, unit: "MiB",
+                p50: "", p99: "", baseline: "RSS after warm-up (MiB)", baselineValue: Double(warm) / 1_048_576,
+                target: (Double(after) / Double(max(warm, 1)), nil, 1.1)))
+    }
+
+    /// Authors, books and tags to read and patch.
+    private func seed(_ server: StrataServerInstance) throws {
+        guard let service = server.restService else { throw BenchError("the server has no REST service") }
+        let context = service.root.newChildContext()
+        let author = try context.insert("Author", values: ["name": .string("Bench Author")])
+        for index in 0..<Self.seedBooks {
+            let book = try context.insert(
+                "Book", values: ["title": .string("Book \(index)"), "year": .integer(Int64(1900 + index % 120))])
+            try book.setObject(author, forKey: "author")
+        }
+        try service.root.commit(context)
+    }
+}
+
+/// Resident memory of this process, from /proc.
+enum Memory {
+    static func value(_ key: String) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix(key) {
+            return (Int(line.split(separator: " ").dropFirst().first { !$0.isEmpty }.map(String.init) ?? "") ?? 0) * 1024
+        }
+        return 0
+    }
+
+    static func residentBytes() -> Int { value("VmRSS:") }
+    static func peakResidentBytes() -> Int { value("VmHWM:") }
+}

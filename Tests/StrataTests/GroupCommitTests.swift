@@ -1,0 +1,63 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import Strata
+
+@Suite struct GroupCommitTests {
+    /// Concurrent children committed through one root: each child's outcome is its own, even when
+    /// it shares a transaction with children that fail.
+    @Test(arguments: [StackKind.explicit, StackKind.memory])
+    func concurrentCommitsIsolateFailures(stack: StackKind) throws {
+        let folder = TemporaryDirectory()
+        let root = try stack.make(folder, durability: .normal)
+        try root.insert("Tag", values: ["name": .string("taken")])
+        let author = try root.insert("Author", values: ["name": .string("A"), "rank": .integer(1)])
+        try root.save()
+        let authorID = author.objectID
+        let threads = 8
+        let commits = 150
+        let outcomes = Locked<[String: Int]>([:])
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for index in 0..<commits {
+                let child = root.newChildContext()
+                do {
+                    let duplicate = index % 10 == 0
+                    try child.insert("Tag", values: ["name": .string(duplicate ? "taken" : "t\(thread)-\(index)")])
+                    let book = try child.insert("Book", values: ["title": .string("b\(thread)-\(index)")])
+                    try book.setObject(try child.object(with: authorID), forKey: "author")
+                    try root.commit(child)
+                    outcomes.withLock { $0["ok", default: 0] += 1 }
+                } catch {
+                    let code = error.storeError?.code.rawValue ?? error.code.rawValue
+                    outcomes.withLock { $0[code, default: 0] += 1 }
+                    #expect(child.hasChanges)
+                }
+            }
+        }
+        let duplicates = threads * commits / 10
+        #expect(outcomes.current == ["ok": threads * commits - duplicates, "uniqueViolation": duplicates])
+        #expect(!root.hasChanges)
+        #expect(try root.coordinator.count(FetchRequest(entityName: "Tag")) == 1 + threads * commits - duplicates)
+        #expect(try root.coordinator.count(FetchRequest(entityName: "Book")) == threads * commits - duplicates)
+        #expect(try root.coordinator.relatedIDs(of: authorID, relationship: "books").count == threads * commits - duplicates)
+    }
+
+    @Test func expectationsFailOnlyTheirOwnChild() throws {
+        let folder = TemporaryDirectory()
+        let root = try StackKind.explicit.make(folder)
+        let author = try root.insert("Author", values: ["name": .string("A")])
+        try root.save()
+        let child = root.newChildContext()
+        try child.object(with: author.objectID).setValue(.string("B"), forKey: "name")
+        do {
+            try root.commit(child, expecting: [author.objectID: 7])
+            Issue.record("a stale expectation was committed")
+        } catch {
+            #expect(error.code == .conflict)
+            #expect(error.conflicts == [VersionConflict(id: author.objectID, expectedVersion: 7, storedVersion: 1)])
+        }
+        try root.commit(child, expecting: [author.objectID: 1])
+        #expect(try ObjectContext(coordinator: root.coordinator).object(with: author.objectID).string("name") == "B")
+    }
+}
