@@ -65,28 +65,46 @@ extension ObjectContext {
         child.storage.withLock { $0.clearPending() }
     }
 
-    /// Writes a group: all together first; if that fails, each member alone.
+    /// Writes a group: all together first, with the storage lock released while the stores
+    /// write (children keep reading through this context meanwhile); if that fails, each member
+    /// alone.
     private func commitGroup(_ group: [CommitTicket]) -> [ContextChanges] {
-        storage.withLock { s in
+        let (ready, request) = storage.withLock { s -> ([CommitTicket], SaveRequest?) in
             var ready: [CommitTicket] = []
             for ticket in group {
-                if let stale = staleExpectation(ticket, &s) {
-                    ticket.error = stale
-                } else {
-                    ready.append(ticket)
-                }
+                if let stale = staleExpectation(ticket, &s) { ticket.error = stale } else { ready.append(ticket) }
             }
-            guard !ready.isEmpty else { return [] }
+            guard !ready.isEmpty else { return ([], nil) }
             do throws(ContextError) {
                 for ticket in ready { try receive(ticket.pushed, &s) }
-                return try saveToStores(&s).map { [$0] } ?? []
+                let failures = try validationFailures(&s)
+                if !failures.isEmpty { throw ContextError(.validation, "validation failed", failures: failures) }
+                return (ready, try saveRequest(&s))
             } catch {
                 rollback(&s)
+                if ready.count == 1 { ready[0].error = error }
+                return (ready.count == 1 ? [] : ready, nil)
+            }
+        }
+        if let request {
+            if request.inserts.isEmpty && request.updates.isEmpty && request.deletes.isEmpty {
+                storage.withLock { $0.clearPending() }
+                return []
+            }
+            do {
+                let result = try coordinator.save(request)
+                return storage.withLock { s in [finish(result, &s)] }
+            } catch {
+                storage.withLock { s in rollback(&s) }
                 if ready.count == 1 {
-                    ready[0].error = error
+                    ready[0].error = Self.contextError(error)
                     return []
                 }
             }
+        }
+        guard !ready.isEmpty else { return [] }
+        // One by one, so each member's outcome is its own (merge policies apply here).
+        return storage.withLock { s in
             var published: [ContextChanges] = []
             for ticket in ready {
                 do throws(ContextError) {
@@ -100,6 +118,16 @@ extension ObjectContext {
             }
             return published
         }
+    }
+
+    static func contextError(_ error: StoreError) -> ContextError {
+        if error.code == .conflict {
+            return ContextError(
+                .conflict,
+                "objects changed in the store since they were read: " + error.conflicts.map(\.description).joined(separator: "; "),
+                conflicts: error.conflicts, storeError: error)
+        }
+        return ContextError(.store, error.message, storeError: error)
     }
 
     private func staleExpectation(_ ticket: CommitTicket, _ s: inout ContextStorage) -> ContextError? {

@@ -126,7 +126,7 @@ extension ObjectContext {
     }
 
     /// Builds the coordinator request for the root's changes.
-    private func saveRequest(_ s: inout ContextStorage) throws(ContextError) -> SaveRequest {
+    func saveRequest(_ s: inout ContextStorage) throws(ContextError) -> SaveRequest {
         var request = SaveRequest()
         func joinStored(_ entity: String, _ name: String) -> Bool {
             if case .joinTable? = model.storage(of: name, in: entity) { return true }
@@ -190,7 +190,7 @@ extension ObjectContext {
     }
 
     /// Re-keys inserted objects to their permanent IDs and takes the new versions.
-    private func finish(_ result: SaveResult, _ s: inout ContextStorage) -> ContextChanges {
+    func finish(_ result: SaveResult, _ s: inout ContextStorage) -> ContextChanges {
         let map = result.permanentIDs
         registry.record(map)
         // Only objects changed in this save can refer to the new ones: re-key just those.
@@ -218,6 +218,7 @@ extension ObjectContext {
         }
         let deleted = Array(s.deleted.keys)
         s.clearPending()
+        if let limit = s.cacheLimit, s.objects.count > limit { s.objects.removeAll(keepingCapacity: true) }
         return ContextChanges(inserted: inserted, updated: updated, deleted: deleted, byStore: byStore)
     }
 

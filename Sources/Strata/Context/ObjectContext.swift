@@ -24,6 +24,9 @@ public final class ObjectContext: @unchecked Sendable {
     private let queueKey = DispatchSpecificKey<Bool>()
     private let observers = Locked<[UUID: @Sendable (ContextChanges) -> Void]>([:])
     let commitQueue = Locked(CommitQueue())
+    /// The merge policy, also kept outside `storage` so children can read it while a commit holds
+    /// the storage lock.
+    private let policyBox = Locked(MergePolicy.error)
 
     /// Creates a root context that saves through `coordinator`.
     public init(coordinator: StoreCoordinator, mergePolicy: MergePolicy = .error) {
@@ -31,6 +34,7 @@ public final class ObjectContext: @unchecked Sendable {
         parent = nil
         registry = ObjectIDRegistry()
         storage.withLock { $0.mergePolicy = mergePolicy }
+        policyBox.withLock { $0 = mergePolicy }
     }
 
     private init(parent: ObjectContext) {
@@ -39,15 +43,31 @@ public final class ObjectContext: @unchecked Sendable {
         registry = parent.registry
         let policy = parent.mergePolicy
         storage.withLock { $0.mergePolicy = policy }
+        policyBox.withLock { $0 = policy }
     }
+
+    /// After a root save, when the context holds more objects than this, it forgets the cached
+    /// states of unchanged objects (they are read again from the stores when next used). Nil keeps
+    /// everything, as Core Data does.
+    public var cacheLimit: Int? {
+        get { storage.withLock { $0.cacheLimit } }
+        set { storage.withLock { $0.cacheLimit = newValue } }
+    }
+
+    /// The permanent ID of an object inserted through this context or its children, once a root
+    /// save gave it one (else `id` itself).
+    public func permanentID(for id: ObjectID) -> ObjectID { registry.canonical(id) }
 
     /// A new child context whose saves go into this one.
     public func newChildContext() -> ObjectContext { ObjectContext(parent: self) }
 
     /// What a root save does on a version conflict (default `.error`).
     public var mergePolicy: MergePolicy {
-        get { storage.withLock { $0.mergePolicy } }
-        set { storage.withLock { $0.mergePolicy = newValue } }
+        get { policyBox.withLock { $0 } }
+        set {
+            storage.withLock { $0.mergePolicy = newValue }
+            policyBox.withLock { $0 = newValue }
+        }
     }
 
     private var queue: DispatchQueue {
@@ -157,6 +177,7 @@ struct ContextStorage {
     var managed: [ObjectID: ManagedObject] = [:]
     var assignments: [ObjectID: String] = [:]
     var mergePolicy: MergePolicy = .error
+    var cacheLimit: Int?
 
     /// Forgets the pending-change bookkeeping after a save (objects stay registered).
     mutating func clearPending() {

@@ -253,27 +253,26 @@ extension RESTService {
         }
     }
 
-    /// Renders a write's outcome from the root context, where saved objects have permanent IDs
-    /// and their new versions.
+    /// Renders a write's outcome after its commit, reading the saved objects (with their permanent
+    /// IDs and new versions) from the stores rather than the shared root.
     func render(_ outcome: WriteOutcome, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let minimal = (request.header("prefer") ?? "").lowercased().contains("return=minimal")
+        let reader = readContext()
         do {
             switch outcome {
             case .empty(let status): return HTTPResponse(status: status)
             case .object(let id, let status, let location):
-                let object = try root.object(with: id)
+                let object = try reader.object(with: root.permanentID(for: id))
                 var headers: [(name: String, value: String)] = [("ETag", ObjectCodec.etag(object.version))]
                 if location, let pk = object.objectID.primaryKey {
                     headers.append(("Location", "/\(model.resourcePath(of: object.entityName))/\(pk)"))
                 }
-                if minimal {
-                    return HTTPResponse(status: status, headers: headers + [("Preference-Applied", "return=minimal")])
-                }
+                if minimal { return HTTPResponse(status: status, headers: headers + [("Preference-Applied", "return=minimal")]) }
                 return json(status, try codec.render(object), headers: headers)
             case .objects(let ids, let status):
                 if minimal { return HTTPResponse(status: status, headers: [("Preference-Applied", "return=minimal")]) }
                 var items: [JSONValue] = []
-                for id in ids { items.append(try codec.render(try root.object(with: id))) }
+                for id in ids { items.append(try codec.render(try reader.object(with: root.permanentID(for: id)))) }
                 return json(status, .array(items))
             }
         } catch {

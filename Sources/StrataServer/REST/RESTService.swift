@@ -50,6 +50,8 @@ public final class RESTService: Sendable {
         self.resources = resources
         storeByEntity = stores
         root.observeSaves { changes in metrics.recordSave(stores: Array(changes.byStore.keys)) }
+        // Keep the root's cache from growing with every object ever written.
+        root.cacheLimit = 10_000
     }
 
     /// Answers one request. Never throws and never answers 5xx for a client's mistake.
@@ -192,8 +194,6 @@ public final class RESTService: Sendable {
         } catch {
             throw Problem(error)
         }
-        // Keep the root's cache from growing with every object ever written.
-        if root.registeredObjectCount > 10_000 { root.reset() }
     }
 
     /// A context for a read: a fresh root over the same stores, so reads never wait for the
