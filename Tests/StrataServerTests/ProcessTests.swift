@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Strata
+@testable import StrataServer
 
 /// The `strata` binary that `swift test` built next to the test bundle.
 func strataBinary() throws -> URL {
@@ -154,5 +155,16 @@ final class StrataProcess: @unchecked Sendable {
         #expect(try TestClient(port: memoryPort).send("POST", "/authors", json: #"{"name": "M"}"#).status == 201)
         memory.process.terminate()
         #expect(memory.waitForExit() == 0)
+    }
+}
+
+@Suite struct ReadinessTests {
+    @Test func onlyLiveAnswersBeforeTheStoresAreLoaded() {
+        let metrics = Metrics()
+        #expect(StrataServerInstance.notReady(HTTPRequest(method: "GET", path: "/live"), metrics: metrics).status == 200)
+        let ready = StrataServerInstance.notReady(HTTPRequest(method: "GET", path: "/ready"), metrics: metrics)
+        #expect(ready.status == 503)
+        #expect(ready.headers.contains { $0.name == "Content-Type" && $0.value == "application/problem+json" })
+        #expect(StrataServerInstance.notReady(HTTPRequest(method: "GET", path: "/books"), metrics: metrics).status == 503)
     }
 }
