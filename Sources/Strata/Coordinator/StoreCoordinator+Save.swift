@@ -95,44 +95,42 @@ extension StoreCoordinator {
                     entity: entity, fields: [field])
             }
         }
+        /// References of one written object, with permanent IDs, checked to stay in its store.
+        func references(
+            _ toOne: [String: ObjectID?], _ toMany: [String: [ObjectID]], owner: String, entity: String
+        ) throws(StoreError) -> ([String: ObjectID?], [String: [ObjectID]]) {
+            var one: [String: ObjectID?] = [:]
+            var many: [String: [ObjectID]] = [:]
+            for (name, value) in toOne {
+                let target = try resolve(value)
+                try sameStore(target, owner, name, entity)
+                one[name] = .some(target)
+            }
+            for (name, values) in toMany {
+                var targets: [ObjectID] = []
+                for value in values {
+                    let target = try resolve(value)!
+                    try sameStore(target, owner, name, entity)
+                    targets.append(target)
+                }
+                many[name] = targets
+            }
+            return (one, many)
+        }
         for row in request.inserts {
             var written = row
             written.id = permanent[row.id]!
             let owner = written.id.storeIdentifier!
-            for (name, value) in row.toOne {
-                let target = try resolve(value)
-                try sameStore(target, owner, name, row.id.entityName)
-                written.toOne[name] = .some(target)
-            }
-            for (name, values) in row.toMany {
-                var targets: [ObjectID] = []
-                for value in values {
-                    let target = try resolve(value)!
-                    try sameStore(target, owner, name, row.id.entityName)
-                    targets.append(target)
-                }
-                written.toMany[name] = targets
-            }
+            (written.toOne, written.toMany) = try references(
+                row.toOne, row.toMany, owner: owner, entity: row.id.entityName)
             changes[owner, default: StoreChanges()].inserts.append(written)
             summaries[owner, default: StoreChangeSummary()].inserted.append(written.id)
         }
         for update in request.updates {
             let owner = try place(update.id)
             var written = update
-            for (name, value) in update.toOne {
-                let target = try resolve(value)
-                try sameStore(target, owner, name, update.id.entityName)
-                written.toOne[name] = .some(target)
-            }
-            for (name, values) in update.toMany {
-                var targets: [ObjectID] = []
-                for value in values {
-                    let target = try resolve(value)!
-                    try sameStore(target, owner, name, update.id.entityName)
-                    targets.append(target)
-                }
-                written.toMany[name] = targets
-            }
+            (written.toOne, written.toMany) = try references(
+                update.toOne, update.toMany, owner: owner, entity: update.id.entityName)
             changes[owner, default: StoreChanges()].updates.append(written)
             summaries[owner, default: StoreChangeSummary()].updated.append(update.id)
         }

@@ -127,6 +127,17 @@ extension Problem {
         }
     }
 
+    /// The problem for any error a request handler meets: problems as they are, context and
+    /// store errors mapped, anything else a 500.
+    static func from(_ error: any Error) -> Problem {
+        switch error {
+        case let problem as Problem: problem
+        case let error as ContextError: Problem(error)
+        case let error as StoreError: Problem(error)
+        default: Problem(500, "Internal Server Error", "\(error)")
+        }
+    }
+
     /// The problem for a store error: unique → 409, invalid requests → 400/422, the rest → 500.
     init(_ error: StoreError) {
         switch error.code {

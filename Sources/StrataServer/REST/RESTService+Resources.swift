@@ -53,12 +53,8 @@ extension RESTService {
                 }
             }
             return json(200, try codec.render(object), headers: [("ETag", etag)])
-        } catch let error as ContextError {
-            throw Problem(error)
-        } catch let problem as Problem {
-            throw problem
         } catch {
-            throw Problem(500, "Internal Server Error", "\(error)")
+            throw Problem.from(error)
         }
     }
 
@@ -80,24 +76,16 @@ extension RESTService {
                     return json(200, try codec.render(target), headers: [("ETag", ObjectCodec.etag(target.version))])
                 }
                 return try page(try object.objects(forKey: name), request)
-            } catch let error as ContextError {
-                throw Problem(error)
-            } catch let problem as Problem {
-                throw problem
             } catch {
-                throw Problem(500, "Internal Server Error", "\(error)")
+                throw Problem.from(error)
             }
         }
         if model.fetchedProperties(of: objectID.entityName).contains(where: { $0.name == name }) {
             do {
                 let object = try context.object(with: objectID)
                 return try page(try context.fetch(fetchedProperty: name, of: object), request)
-            } catch let error as ContextError {
-                throw Problem(error)
-            } catch let problem as Problem {
-                throw problem
             } catch {
-                throw Problem(500, "Internal Server Error", "\(error)")
+                throw Problem.from(error)
             }
         }
         throw Problem.notFound("\(entity) has no relationship or fetched property '\(name)'")
@@ -267,7 +255,9 @@ extension RESTService {
                 if location, let pk = object.objectID.primaryKey {
                     headers.append(("Location", "/\(model.resourcePath(of: object.entityName))/\(pk)"))
                 }
-                if minimal { return HTTPResponse(status: status, headers: headers + [("Preference-Applied", "return=minimal")]) }
+                if minimal {
+                    return HTTPResponse(status: status, headers: headers + [("Preference-Applied", "return=minimal")])
+                }
                 return json(status, try codec.render(object), headers: headers)
             case .objects(let ids, let status):
                 if minimal { return HTTPResponse(status: status, headers: [("Preference-Applied", "return=minimal")]) }
