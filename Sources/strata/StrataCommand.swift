@@ -11,6 +11,7 @@ enum StrataCommand {
           model [--model PATH ...]   validate a model and print its entities, configurations and hashes
           serve [options]            serve the model as a REST API (strata serve --help)
           health [--port N]          exit 0 when the local server's /live answers 200 (the container health check)
+          openapi [--format FORMAT]  print the OpenAPI document of the REST API (strata openapi --help)
           bench [--duration S]       measure the performance targets against same-run baselines (needs wrk)
           help                       show this text
 
@@ -31,6 +32,7 @@ enum StrataCommand {
         case "serve": return ServeCommand.run(rest)
         case "health": return HealthCommand.run(rest)
         case "bench": return BenchCommand.run(rest)
+        case "openapi": return OpenAPICommand.run(rest)
         default:
             printError("strata: unknown command '\(command)'\n\n\(usage)")
             return 64

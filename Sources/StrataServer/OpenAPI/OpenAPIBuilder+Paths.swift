@@ -1,0 +1,689 @@
+import Strata
+
+extension OpenAPIBuilder {
+    // MARK: - Entity paths
+
+    /// `/books`, `/books/{id}` and one path per relationship and fetched property.
+    mutating func entityPaths(_ entity: EntityDescription) -> [(key: String, value: OpenAPINode)] {
+        let name = entity.name
+        let path = "/" + model.resourcePath(of: name)
+        let noun = Self.identifier(name, capitalized: true)
+        let plural = Self.pascalCase(model.resourcePath(of: name))
+        let schema = schemaName(name)
+        let tags: OpenAPINode = [.string(name)]
+        var result: [(key: String, value: OpenAPINode)] = []
+
+        // The collection.
+        let list = OpenAPINode.members([
+            ("operationId", .string(operationID("list", plural))),
+            ("summary", .string("List \(name) objects")),
+            ("description", .string(listDescription(entity))),
+            ("tags", tags),
+            (
+                "parameters",
+                .array(
+                    filterParameters(entity) + [orderParameter(entity), whereParameter(entity)]
+                        + Self.pagingParameters())
+            ),
+            (
+                "responses",
+                responses([("200", listResponse(entity, "A page of \(name) objects.")), ("400", nil), ("503", nil)])
+            ),
+        ])
+        let create = createOperation(entity, noun: noun, tags: tags)
+        result.append((path, ["get": list, "post": create]))
+
+        // One object.
+        let objectParameters: OpenAPINode = [["$ref": "#/components/parameters/Id"]]
+        let read = OpenAPINode.members([
+            ("operationId", .string(operationID("get", noun))),
+            ("summary", .string("Read a \(name)")),
+            ("description", .string("The \(name) with this id. `If-None-Match` with its current `ETag` answers 304.")),
+            ("tags", tags),
+            ("parameters", [["$ref": "#/components/parameters/IfNoneMatch"]]),
+            (
+                "responses",
+                responses([
+                    ("200", objectResponse(schema, "The \(name).")), ("304", nil), ("400", nil), ("404", nil),
+                    ("503", nil),
+                ])
+            ),
+        ])
+        let writeErrors: [(String, OpenAPINode?)] = [
+            ("400", nil), ("404", nil), ("409", nil), ("412", nil), ("413", nil), ("415", nil), ("422", nil),
+            ("503", nil),
+        ]
+        let patchBody: OpenAPINode = ["schema": ref(schema + "Patch")]
+        let update = OpenAPINode.members([
+            ("operationId", .string(operationID("update", noun))),
+            ("summary", .string("Change a \(name) (JSON Merge Patch)")),
+            (
+                "description",
+                .string(
+                    "Sets the members given (RFC 7396: null clears one) and keeps the others. With `If-Match`, only "
+                        + "if the \(name) is still at that version (else 412). `Prefer: return=minimal` answers "
+                        + "with no body.")
+            ),
+            ("tags", tags),
+            ("parameters", [["$ref": "#/components/parameters/IfMatch"]]),
+            (
+                "requestBody",
+                [
+                    "required": true,
+                    "content": ["application/json": patchBody, "application/merge-patch+json": patchBody],
+                ]
+            ),
+            ("responses", responses([("200", objectResponse(schema, "The changed \(name)."))] + writeErrors)),
+        ])
+        let replace = OpenAPINode.members([
+            ("operationId", .string(operationID("replace", noun))),
+            ("summary", .string("Replace a \(name)")),
+            (
+                "description",
+                .string(
+                    "Sets every member: those left out take their defaults (null, or an empty list). With `If-Match`, "
+                        + "only if the \(name) is still at that version (else 412). `Prefer: return=minimal` "
+                        + "answers with no body.")
+            ),
+            ("tags", tags),
+            ("parameters", [["$ref": "#/components/parameters/IfMatch"]]),
+            ("requestBody", ["required": true, "content": ["application/json": ["schema": ref(schema + "Create")]]]),
+            ("responses", responses([("200", objectResponse(schema, "The replaced \(name)."))] + writeErrors)),
+        ])
+        let delete = OpenAPINode.members([
+            ("operationId", .string(operationID("delete", noun))),
+            ("summary", .string("Delete a \(name)")),
+            ("description", .string(deleteDescription(entity))),
+            ("tags", tags),
+            ("parameters", [["$ref": "#/components/parameters/IfMatch"]]),
+            (
+                "responses",
+                responses([
+                    ("204", ["description": .string("The \(name) is deleted.")]), ("400", nil), ("404", nil),
+                    ("409", nil),
+                    ("412", nil), ("422", nil), ("503", nil),
+                ])
+            ),
+        ])
+        result.append(
+            (
+                path + "/{id}",
+                ["parameters": objectParameters, "get": read, "patch": update, "put": replace, "delete": delete]
+            ))
+
+        // Relationships and fetched properties.
+        for relationship in model.relationships(of: name) {
+            let property = Self.identifier(relationship.name, capitalized: true)
+            let about = relationship.documentation.map { "\n\n" + $0 } ?? ""
+            let operation: OpenAPINode
+            if relationship.isToMany {
+                let destination = model.entity(named: relationship.destination)
+                operation = .members([
+                    ("operationId", .string(operationID("list", noun + property))),
+                    ("summary", .string("List the \(relationship.name) of a \(name)")),
+                    (
+                        "description",
+                        .string(
+                            "The \(relationship.destination) objects in the to-many relationship `\(relationship.name)`"
+                                + (relationship.isOrdered ? ", in order" : "") + ", a page at a time." + about)
+                    ),
+                    ("tags", tags),
+                    ("parameters", .array(Self.pagingParameters())),
+                    (
+                        "responses",
+                        responses([
+                            (
+                                "200",
+                                destination.map { listResponse($0, "A page of \(relationship.destination) objects.") }
+                            ),
+                            ("400", nil), ("404", nil), ("503", nil),
+                        ])
+                    ),
+                ])
+            } else {
+                operation = .members([
+                    ("operationId", .string(operationID("get", noun + property))),
+                    ("summary", .string("Read the \(relationship.name) of a \(name)")),
+                    (
+                        "description",
+                        .string(
+                            "The \(relationship.destination) in the to-one relationship `\(relationship.name)`; "
+                                + "404 when there is none." + about)
+                    ),
+                    ("tags", tags),
+                    (
+                        "responses",
+                        responses([
+                            (
+                                "200",
+                                objectResponse(schemaName(relationship.destination), "The \(relationship.destination).")
+                            ),
+                            ("400", nil), ("404", nil), ("503", nil),
+                        ])
+                    ),
+                ])
+            }
+            result.append((path + "/{id}/" + relationship.name, ["parameters": objectParameters, "get": operation]))
+        }
+        for fetched in model.fetchedProperties(of: name) {
+            let property = Self.identifier(fetched.name, capitalized: true)
+            let about = fetched.documentation.map { "\n\n" + $0 } ?? ""
+            let operation = OpenAPINode.members([
+                ("operationId", .string(operationID("list", noun + property))),
+                ("summary", .string("List the \(fetched.name) of a \(name)")),
+                (
+                    "description",
+                    .string(
+                        "The fetched property `\(fetched.name)`: the \(fetched.entity) objects matching "
+                            + "`\(fetched.predicate)` (`$FETCH_SOURCE` is this \(name)), a page at a time; they may "
+                            + "live in another store." + about)
+                ),
+                ("tags", tags),
+                ("parameters", .array(Self.pagingParameters())),
+                (
+                    "responses",
+                    responses([
+                        (
+                            "200",
+                            model.entity(named: fetched.entity).map {
+                                listResponse($0, "A page of \(fetched.entity) objects.")
+                            }
+                        ),
+                        ("400", nil), ("404", nil), ("503", nil),
+                    ])
+                ),
+            ])
+            result.append((path + "/{id}/" + fetched.name, ["parameters": objectParameters, "get": operation]))
+        }
+        return result
+    }
+
+    /// `POST /books`: one object or an array of them.
+    private mutating func createOperation(_ entity: EntityDescription, noun: String, tags: OpenAPINode) -> OpenAPINode {
+        let name = entity.name
+        let schema = schemaName(name)
+        let body: OpenAPINode = [
+            "required": true,
+            "content": [
+                "application/json": [
+                    "schema": [
+                        "oneOf": [
+                            ref(schema + "Create"),
+                            ["type": "array", "minItems": 1, "items": ref(schema + "Create")],
+                        ]
+                    ]
+                ]
+            ],
+        ]
+        var description =
+            "Creates one \(name) from an object, or several from an array (all or none; a failing item is named "
+            + "by `index` in the problem). One object answers with its `Location` and `ETag`. "
+            + "`Prefer: return=minimal` answers with no body."
+        let uniqueness = entity.uniqueness.filter { !$0.isEmpty }
+        if !uniqueness.isEmpty {
+            description +=
+                " Unique together: " + uniqueness.map { $0.joined(separator: " + ") }.joined(separator: "; ")
+                + " (409)."
+        }
+        var statuses: [(String, OpenAPINode?)]
+        if entity.isAbstract {
+            description = "\(name) is abstract: create one of its subentities instead; this answers 422."
+            statuses = [("400", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil)]
+        } else {
+            let created: OpenAPINode = [
+                "description": .string("The created \(name), or the array of them, with ids and versions."),
+                "headers": [
+                    "Location": [
+                        "description": "The path of the created object (one object only).",
+                        "schema": ["type": "string"],
+                    ],
+                    "ETag": [
+                        "description": "The created object's version (one object only).",
+                        "schema": ["type": "string"],
+                    ],
+                ],
+                "content": [
+                    "application/json": ["schema": ["oneOf": [ref(schema), ["type": "array", "items": ref(schema)]]]]
+                ],
+            ]
+            statuses = [
+                ("201", created), ("400", nil), ("409", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil),
+            ]
+        }
+        return .members([
+            ("operationId", .string(operationID("create", noun))),
+            ("summary", .string("Create one \(name) or several")),
+            ("description", .string(description)),
+            ("tags", tags),
+            ("requestBody", body),
+            ("responses", responses(statuses)),
+        ])
+    }
+
+    private func listDescription(_ entity: EntityDescription) -> String {
+        var text = entity.documentation.map { $0 + "\n\n" } ?? ""
+        text += "A page of \(entity.name) objects"
+        let family = model.entityAndSubentities(of: entity.name)
+        if family.count > 1 { text += " (including its subentities, with their own members)" }
+        text +=
+            ". Each filter parameter is `op.value`: `eq`, `neq`, `gt`, `gte`, `lt`, `lte`, `like` and `ilike` (text "
+            + "attributes; `*` and `?` are wildcards), `in.(a,b)`, `is.null`, and for Booleans `is.true` and "
+            + "`is.false`; `not.` before any of them negates it (`year=not.is.null`). A to-one relationship filters "
+            + "by the related id. All filters apply together, with `where`, a predicate format string for the rest "
+            + "(`AND`, `OR`, `NOT`, `BEGINSWITH`, `CONTAINS[c]`, `IN`, key paths such as `author.name`)."
+        return text
+    }
+
+    private func deleteDescription(_ entity: EntityDescription) -> String {
+        var text = "Deletes the \(entity.name). With `If-Match`, only if it is still at that version (else 412)."
+        for relationship in model.relationships(of: entity.name) {
+            switch relationship.deleteRule {
+            case .cascade: text += " Its \(relationship.name) are deleted too."
+            case .deny: text += " Refused with 409 while `\(relationship.name)` holds objects."
+            case .nullify, .noAction: break
+            }
+        }
+        return text
+    }
+
+    // MARK: - Parameters
+
+    /// The query parameter names a list reserves for itself.
+    static let reservedQueryNames: Set<String> = ["where", "order", "limit", "after", "offset", "count"]
+
+    /// One `attr=op.value` query parameter per attribute and to-one relationship.
+    private func filterParameters(_ entity: EntityDescription) -> [OpenAPINode] {
+        var parameters: [OpenAPINode] = []
+        let prefix = #"^(not\.)?"#
+        let comparisons = "eq|neq|gt|gte|lt|lte"
+        // Every value the server accepts matches; the value after the operator is checked by type.
+        func pattern(text: Bool) -> String {
+            prefix + "((" + comparisons + (text ? "|like|ilike" : "") + #")\.|in\.\([\s\S]*\)$|is\.(null|true|false)$)"#
+        }
+        for attribute in model.attributes(of: entity.name) where !Self.reservedQueryNames.contains(attribute.name) {
+            let text = attribute.type == .string || attribute.type == .uri
+            let example: String =
+                switch attribute.type {
+                case .string: "ilike.*a*"
+                case .uri: "like.https://*"
+                case .integer16, .integer32, .integer64: "gte.1"
+                case .double, .float: "lt.2.5"
+                case .decimal: "gte.10.00"
+                case .boolean: "is.true"
+                case .date: "gt.2024-01-01T00:00:00Z"
+                case .uuid, .binary, .json: "not.is.null"
+                }
+            let about = attribute.documentation.map { " " + $0 } ?? ""
+            parameters.append(
+                .members([
+                    ("name", .string(attribute.name)),
+                    ("in", "query"),
+                    (
+                        "description",
+                        .string(
+                            "Filter on \(attribute.name) (\(attribute.type.rawValue)): `op.value`, "
+                                + "`not.op.value`, `in.(a,b)` or `is.null`, e.g. `\(example)`.\(about)")
+                    ),
+                    ("required", false),
+                    ("schema", ["type": "string", "pattern": .string(pattern(text: text))]),
+                    ("example", .string(example)),
+                ]))
+        }
+        for relationship in model.relationships(of: entity.name)
+        where !relationship.isToMany && !Self.reservedQueryNames.contains(relationship.name) {
+            parameters.append(
+                .members([
+                    ("name", .string(relationship.name)),
+                    ("in", "query"),
+                    (
+                        "description",
+                        .string(
+                            "Filter on the related \(relationship.destination) id: `eq.7`, `in.(1,2)`, `is.null`, "
+                                + "with `not.` to negate.")
+                    ),
+                    ("required", false),
+                    ("schema", ["type": "string", "pattern": .string(pattern(text: false))]),
+                    ("example", "eq.1"),
+                ]))
+        }
+        return parameters
+    }
+
+    /// `order=year.desc,title`: attributes, each optionally `.asc` or `.desc`.
+    private func orderParameter(_ entity: EntityDescription) -> OpenAPINode {
+        let names = model.attributes(of: entity.name).map(\.name)
+        let alternatives = names.map(Self.regexEscaped).joined(separator: "|")
+        let key = "(" + alternatives + #")(\.(asc|desc))?"#
+        return .members([
+            ("name", "order"),
+            ("in", "query"),
+            (
+                "description",
+                .string(
+                    "Sort keys, comma-separated: attributes, each optionally followed by `.asc` (the default) or "
+                        + "`.desc`, e.g. `\(names.first.map { $0 + ".desc" } ?? "")`.")
+            ),
+            ("required", false),
+            (
+                "schema",
+                names.isEmpty
+                    ? ["type": "string"] : ["type": "string", "pattern": .string("^" + key + "(," + key + ")*$")]
+            ),
+        ])
+    }
+
+    /// `where=<predicate format string>`.
+    private func whereParameter(_ entity: EntityDescription) -> OpenAPINode {
+        .members([
+            ("name", "where"),
+            ("in", "query"),
+            (
+                "description",
+                .string(
+                    "A predicate format string, as Core Data writes them: comparisons, `BEGINSWITH`, `ENDSWITH`, "
+                        + "`CONTAINS`, `LIKE`, `MATCHES`, `IN`, `BETWEEN`, `AND`, `OR`, `NOT`, `[c]` and `[d]`, "
+                        + "key paths through to-one relationships, `ANY` and `ALL` over to-many ones, `nil`.")
+            ),
+            ("required", false),
+            ("schema", ["type": "string"]),
+            ("example", model.attributes(of: entity.name).first.map { .string("\($0.name) != nil") }),
+        ])
+    }
+
+    /// `limit`, `after`, `offset` and `count`.
+    static func pagingParameters() -> [OpenAPINode] {
+        let names = ["Limit", "After", "Offset", "Count"]
+        return names.map { ["$ref": .string("#/components/parameters/\($0)")] }
+    }
+
+    /// `text` with the regular-expression metacharacters escaped.
+    static func regexEscaped(_ text: String) -> String {
+        var out = ""
+        for character in text {
+            if "\\^$.|?*+()[]{}/-".contains(character) { out.append("\\") }
+            out.append(character)
+        }
+        return out
+    }
+
+    /// Parameters every entity shares.
+    static var sharedParameters: [(key: String, value: OpenAPINode)] {
+        // As the server reads them: `*`, or tags separated by commas, where empty items between
+        // commas are skipped but an item of only blanks is refused.
+        let tag = #"[ \t]*(W/)?"[+-]?[0-9]{1,18}"[ \t]*"#
+        let entityTags = #"^[ \t]*\*[ \t]*$|^[ \t]*,*"# + tag + "(,+" + tag + #")*,*[ \t]*$"#
+        return [
+            (
+                "Id",
+                [
+                    "name": "id", "in": "path", "required": true, "description": "The object's id.",
+                    "schema": ["type": "integer", "format": "int64", "minimum": 1],
+                ]
+            ),
+            (
+                "Limit",
+                [
+                    "name": "limit", "in": "query", "required": false, "description": "The most items in the page.",
+                    "schema": [
+                        "type": "integer", "format": "int32", "minimum": 1,
+                        "maximum": .integer(Int64(ListQuery.maxLimit)),
+                        "default": .integer(Int64(ListQuery.defaultLimit)),
+                    ],
+                ]
+            ),
+            (
+                "After",
+                [
+                    "name": "after", "in": "query", "required": false,
+                    "description": "A cursor from a `next` link: the page after it. Not with `offset`.",
+                    "schema": ["type": "string", "pattern": "^[A-Za-z0-9_+/=-]+$"],
+                ]
+            ),
+            (
+                "Offset",
+                [
+                    "name": "offset", "in": "query", "required": false,
+                    "description": "How many items to skip. Not with `after`.",
+                    "schema": ["type": "integer", "format": "int64", "minimum": 0],
+                ]
+            ),
+            (
+                "Count",
+                [
+                    "name": "count", "in": "query", "required": false,
+                    "description": "`exact` fills in `total`, the number of matching items.",
+                    "schema": ["type": "string", "enum": ["exact"]],
+                ]
+            ),
+            (
+                "IfMatch",
+                [
+                    "name": "If-Match", "in": "header", "required": false,
+                    "description": .string(
+                        "Entity tags (`\"3\"`, comma-separated) or `*`: change the object only if its version is one "
+                            + "of them, else 412."),
+                    "schema": ["type": "string", "pattern": .string(entityTags)],
+                ]
+            ),
+            (
+                "IfNoneMatch",
+                [
+                    "name": "If-None-Match", "in": "header", "required": false,
+                    "description": .string(
+                        "Entity tags (`\"3\"`, comma-separated) or `*`: 304 with no body if the object's version is "
+                            + "one of them."),
+                    "schema": ["type": "string", "pattern": .string(entityTags)],
+                ]
+            ),
+        ]
+    }
+
+    // MARK: - Responses
+
+    /// Responses by status, in order: nil takes the shared response of that status.
+    func responses(_ statuses: [(String, OpenAPINode?)]) -> OpenAPINode {
+        .object(
+            statuses.compactMap { status, node in
+                if let node { return (status, node) }
+                guard let shared = Self.sharedResponseNames[status] else { return nil }
+                return (status, ["$ref": .string("#/components/responses/\(shared)")])
+            })
+    }
+
+    /// A JSON object response with its `ETag`.
+    func objectResponse(_ schema: String, _ description: String) -> OpenAPINode {
+        [
+            "description": .string(description),
+            "headers": ["ETag": ["$ref": "#/components/headers/ETag"]],
+            "content": ["application/json": ["schema": ref(schema)]],
+        ]
+    }
+
+    /// A list envelope response.
+    func listResponse(_ entity: EntityDescription, _ description: String) -> OpenAPINode {
+        [
+            "description": .string(description),
+            "content": ["application/json": ["schema": ref(schemaName(entity.name) + "List")]],
+        ]
+    }
+
+    static let sharedResponseNames: [String: String] = [
+        "304": "NotModified", "400": "BadRequest", "404": "NotFound", "405": "MethodNotAllowed", "409": "Conflict",
+        "412": "PreconditionFailed", "413": "ContentTooLarge", "415": "UnsupportedMediaType",
+        "422": "UnprocessableContent", "503": "ServiceUnavailable",
+    ]
+
+    static var sharedHeaders: [(key: String, value: OpenAPINode)] {
+        [
+            (
+                "ETag",
+                [
+                    "description": "The object's version as an entity tag, e.g. `\"3\"`.",
+                    "required": true,
+                    "schema": ["type": "string"],
+                ]
+            )
+        ]
+    }
+
+    static var sharedResponses: [(key: String, value: OpenAPINode)] {
+        func problem(_ description: String) -> OpenAPINode {
+            [
+                "description": .string(description),
+                "content": ["application/problem+json": ["schema": ["$ref": "#/components/schemas/Problem"]]],
+            ]
+        }
+        return [
+            (
+                "NotModified",
+                [
+                    "description": "The object still has a version named in `If-None-Match`; no body.",
+                    "headers": ["ETag": ["$ref": "#/components/headers/ETag"]],
+                ]
+            ),
+            (
+                "BadRequest",
+                problem("A malformed request: a query parameter, header or JSON body the server cannot read.")
+            ),
+            ("NotFound", problem("No such object, or no related object.")),
+            (
+                "MethodNotAllowed",
+                problem("A batch operation's method does not apply to its path; `operation` names it.")
+                    .setting(
+                        "headers",
+                        ["Allow": ["description": "The methods the path accepts.", "schema": ["type": "string"]]])
+            ),
+            ("Conflict", problem("A uniqueness constraint or a deny delete rule refuses the change.")),
+            (
+                "PreconditionFailed",
+                problem("`If-Match` names a version the object no longer has; `currentVersion` gives its version.")
+            ),
+            ("ContentTooLarge", problem("The request body is larger than the server accepts.")),
+            ("UnsupportedMediaType", problem("The body is not sent as `application/json`.")),
+            ("UnprocessableContent", problem("The body does not fit the model; `errors` names each failing field.")),
+            ("ServiceUnavailable", problem("The stores are still loading.")),
+        ]
+    }
+
+    // MARK: - System paths
+
+    /// `/_batch`, `/`, `/live`, `/ready`, `/metrics`, `/openapi.json` and `/openapi.yaml`.
+    mutating func systemPaths() -> [(key: String, value: OpenAPINode)] {
+        let system: OpenAPINode = ["System"]
+        func status(_ value: String) -> OpenAPINode {
+            [
+                "description": .string("The service is \(value)."),
+                "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Status"]]],
+            ]
+        }
+        let batch = OpenAPINode.members([
+            ("operationId", .string(operationID("batch", ""))),
+            ("summary", "Run several operations in one transaction"),
+            (
+                "description",
+                .string(
+                    "Runs the operations in order in one child context and saves them all or none: the answer is every "
+                        + "operation's result, or the first failing operation's problem with its index in "
+                        + "`operation`. A body may refer to an object created by an earlier operation as "
+                        + "`{\"$ref\": n}`.")
+            ),
+            ("tags", ["Batch"]),
+            (
+                "requestBody",
+                [
+                    "required": true,
+                    "content": ["application/json": ["schema": ["$ref": "#/components/schemas/BatchRequest"]]],
+                ]
+            ),
+            (
+                "responses",
+                responses([
+                    (
+                        "200",
+                        [
+                            "description": "Every operation succeeded and the batch is saved.",
+                            "content": ["application/json": ["schema": ["$ref": "#/components/schemas/BatchResponse"]]],
+                        ]
+                    ),
+                    ("400", nil), ("404", nil), ("405", nil), ("409", nil), ("412", nil), ("413", nil), ("415", nil),
+                    ("422", nil), ("503", nil),
+                ])
+            ),
+        ])
+        func get(_ id: String, _ summary: String, _ description: String, _ responses: OpenAPINode) -> OpenAPINode {
+            [
+                "get": .members([
+                    ("operationId", .string(id)), ("summary", .string(summary)), ("description", .string(description)),
+                    ("tags", system), ("responses", responses),
+                ])
+            ]
+        }
+        let text: (String, String) -> OpenAPINode = { type, description in
+            ["description": .string(description), "content": [type: ["schema": ["type": "string"]]]]
+        }
+        return [
+            ("/_batch", ["post": batch]),
+            (
+                "/",
+                get(
+                    operationID("get", "Index"), "The service index",
+                    "The model, its entities and their paths, and the stores.",
+                    responses([
+                        (
+                            "200",
+                            [
+                                "description": "The index.",
+                                "content": [
+                                    "application/json": ["schema": ["$ref": "#/components/schemas/ServiceIndex"]]
+                                ],
+                            ]
+                        ), ("503", nil),
+                    ]))
+            ),
+            (
+                "/live",
+                get(
+                    operationID("get", "Live"), "Liveness", "200 as soon as the server listens.",
+                    responses([("200", status("live"))]))
+            ),
+            (
+                "/ready",
+                get(
+                    operationID("get", "Ready"), "Readiness", "200 once every store is loaded, 503 before.",
+                    responses([("200", status("ready")), ("503", nil)]))
+            ),
+            (
+                "/metrics",
+                get(
+                    operationID("get", "Metrics"), "Prometheus metrics",
+                    "Request counts by route, method and status, a latency histogram, saves and file sizes per store.",
+                    responses([
+                        ("200", text("text/plain", "The Prometheus text exposition (version 0.0.4).")), ("503", nil),
+                    ]))
+            ),
+            (
+                "/openapi.json",
+                get(
+                    operationID("get", "OpenApiJson"), "This document, as JSON", "The OpenAPI document of this API.",
+                    responses([
+                        (
+                            "200",
+                            [
+                                "description": "The document.",
+                                "content": ["application/json": ["schema": ["type": "object"]]],
+                            ]
+                        ), ("503", nil),
+                    ]))
+            ),
+            (
+                "/openapi.yaml",
+                get(
+                    operationID("get", "OpenApiYaml"), "This document, as YAML", "The OpenAPI document of this API.",
+                    responses([
+                        ("200", ["description": "The document, as YAML text.", "content": ["application/yaml": [:]]]),
+                        ("503", nil),
+                    ]))
+            ),
+        ]
+    }
+}

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Checks the HTTP surface against its OpenAPI document, with the PyPI tools in .venv (see
+# scripts/test, which installs them): starts `.build/debug/strata serve` (built by `swift test`;
+# nothing is built here) on a free port with a temporary data folder, waits for /ready, then
+#   1. openapi-spec-validator accepts openapi.yaml;
+#   2. the live server answers /openapi.yaml with exactly openapi.yaml;
+#   3. openapi-python-client generates a client, which is installed into .venv and runs a round
+#      trip (scripts/client_roundtrip.py);
+#   4. openapi-generator-cli generates the python and typescript-fetch clients without errors;
+#   5. schemathesis runs its default checks over every operation (scripts/schemathesis.toml);
+# then stops the server. Prints one line per check and ends with "N passed, N failed"; exits
+# non-zero when any check fails.
+#
+# Environment: SCHEMATHESIS_MAX_EXAMPLES (default 25) and SCHEMATHESIS_SEED (default: random).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+venv=.venv
+binary=.build/debug/strata
+# Hypothesis (under schemathesis) keeps its Unicode tables here rather than in the work tree.
+export HYPOTHESIS_STORAGE_DIRECTORY="$PWD/$venv/hypothesis"
+passed=0
+failed=0
+work=$(mktemp -d "${TMPDIR:-/tmp}/strata-http-checks.XXXXXX")
+server_pid=""
+
+cleanup() {
+    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+        kill -TERM "$server_pid" 2>/dev/null
+        wait "$server_pid" 2>/dev/null
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# check NAME COMMAND...: runs the command with its output in a log, and counts it.
+check() {
+    local name=$1 log started seconds
+    shift
+    log="$work/$(echo "$name" | tr -c 'A-Za-z0-9' '-').log"
+    started=$(date +%s)
+    if "$@" >"$log" 2>&1; then
+        seconds=$(($(date +%s) - started))
+        echo "ok: $name (${seconds}s)"
+        grep -v '^[[:space:]]*$' "$log" | tail -n 1 | sed 's/^/    /'
+        passed=$((passed + 1))
+    else
+        seconds=$(($(date +%s) - started))
+        echo "FAILED: $name (${seconds}s); its last lines:"
+        tail -n 40 "$log" | sed 's/^/    /'
+        failed=$((failed + 1))
+    fi
+}
+
+summary() {
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit $?
+}
+
+for tool in openapi-spec-validator openapi-python-client openapi-generator-cli st; do
+    if [ ! -x "$venv/bin/$tool" ]; then
+        echo "FAILED: $venv/bin/$tool is missing; scripts/test installs the tools"
+        failed=$((failed + 1))
+        summary
+    fi
+done
+if [ ! -x "$binary" ]; then
+    echo "FAILED: $binary is missing; run swift build (or swift test) first"
+    failed=$((failed + 1))
+    summary
+fi
+
+# A free loopback port: bind port 0, read the port, release it.
+port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+base="http://127.0.0.1:$port"
+"$binary" serve --port "$port" --data-dir "$work/data" --durability normal >"$work/server.log" 2>&1 &
+server_pid=$!
+
+wait_ready() {
+    local attempt
+    for attempt in $(seq 1 100); do
+        if "$venv/bin/python" - "$base/ready" <<'PY' 2>/dev/null; then return 0; fi
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=2) as response:
+    sys.exit(0 if response.status == 200 else 1)
+PY
+        kill -0 "$server_pid" 2>/dev/null || { echo "the server exited:"; cat "$work/server.log"; return 1; }
+        sleep 0.1
+    done
+    echo "no 200 from $base/ready within 10 s"
+    cat "$work/server.log"
+    return 1
+}
+check "strata serve answers /ready on port $port" wait_ready
+if [ "$failed" -ne 0 ]; then summary; fi
+
+check "openapi-spec-validator accepts openapi.yaml" "$venv/bin/openapi-spec-validator" openapi.yaml
+
+served_document_is_checked_in() {
+    "$venv/bin/python" - "$base/openapi.yaml" openapi.yaml <<'PY'
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=10) as response:
+    served = response.read()
+    kind = response.headers.get("Content-Type")
+with open(sys.argv[2], "rb") as file:
+    checked_in = file.read()
+print(f"served {len(served)} bytes as {kind}; openapi.yaml has {len(checked_in)}")
+sys.exit(0 if served == checked_in and kind == "application/yaml" else 1)
+PY
+}
+check "the server answers /openapi.yaml with openapi.yaml" served_document_is_checked_in
+
+python_client_round_trip() {
+    local out="$work/python-client" root
+    root=$(pwd)
+    mkdir -p "$out"
+    (cd "$out" && "$root/$venv/bin/openapi-python-client" generate --path "$root/openapi.yaml" --meta setup \
+        --config "$root/scripts/openapi-python-client.yaml") || return 1
+    local package
+    package=$(find "$out" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+    # The client's dependencies (httpx, attrs, python-dateutil) come with openapi-python-client.
+    "$venv/bin/python" -m pip install --quiet --no-deps --no-build-isolation --force-reinstall "$package" || return 1
+    "$venv/bin/python" scripts/client_roundtrip.py "$base"
+}
+check "openapi-python-client: generate, install, round trip" python_client_round_trip
+
+generator() {
+    local language=$1 log="$work/generator-$1.log"
+    # The PyPI package ships the generator's jar inside its wheel; it never downloads one.
+    if ! "$venv/bin/python" -c 'import importlib.resources as r, sys; sys.exit(0 if (r.files("openapi_generator_cli") / "openapi-generator.jar").is_file() else 1)'; then
+        echo "openapi-generator-cli has no openapi-generator.jar in $venv: reinstall it (pip install --force-reinstall openapi-generator-cli==7.26.0)"
+        return 1
+    fi
+    if ! command -v java >/dev/null 2>&1; then
+        echo "openapi-generator-cli needs a Java 11+ runtime on PATH (apt-get install openjdk-17-jre-headless)"
+        return 1
+    fi
+    "$venv/bin/openapi-generator-cli" generate -g "$language" -i openapi.yaml -o "$work/generated-$language" >"$log" 2>&1
+    local status=$?
+    grep -E "WARN|ERROR|Exception" "$log" | sort | uniq -c
+    if [ $status -ne 0 ] || grep -qE "\bERROR\b|Exception" "$log"; then
+        tail -n 30 "$log"
+        return 1
+    fi
+    echo "generated $(find "$work/generated-$language" -type f | wc -l) files"
+}
+check "openapi-generator-cli generate -g python" generator python
+check "openapi-generator-cli generate -g typescript-fetch" generator typescript-fetch
+
+schemathesis() {
+    local seed=()
+    if [ -n "${SCHEMATHESIS_SEED:-}" ]; then seed=(--seed "$SCHEMATHESIS_SEED"); fi
+    # `timeout` bounds the run; schemathesis' own --max-time would instead repeat until it is spent.
+    timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run openapi.yaml --url "$base" \
+        --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-25}" --request-timeout 10 --no-color \
+        --generation-database none "${seed[@]}"
+}
+check "schemathesis: default checks over every operation" schemathesis
+
+summary
