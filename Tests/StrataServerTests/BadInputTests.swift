@@ -88,6 +88,7 @@ import Testing
             Case("limit too large", "GET", "/books?limit=100000", status: 400),
             Case("bad cursor", "GET", "/books?after=zzz", status: 400),
             Case("bad order", "GET", "/books?order=colour.desc", status: 400),
+            Case("order with an empty key", "GET", "/books?order=year.", status: 400),
             Case("bad where", "GET", "/books?where=" + RESTService.escape("year >>> 5"), status: 400),
             Case(
                 "where on an unknown key", "GET", "/books?where=" + RESTService.escape("colour == 'red'"), status: 400),

@@ -98,7 +98,8 @@ extension ObjectContext {
                 fail(attribute.name, .max, "must be at most \(max.json.jsonText)")
             }
             var length: Int?
-            if case .string(let text) = value { length = text.count }
+            // Code points, as JSON Schema's maxLength counts them (so the OpenAPI document holds).
+            if case .string(let text) = value { length = text.unicodeScalars.count }
             if case .binary(let data) = value { length = data.count }
             if let length, let minLength = attribute.minLength, length < minLength {
                 fail(attribute.name, .minLength, "must be at least \(minLength) long")

@@ -34,7 +34,7 @@ struct ListQuery {
                 }
             case "order":
                 for part in value.split(separator: ",", omittingEmptySubsequences: false) {
-                    var pieces = part.split(separator: ".").map(String.init)
+                    var pieces = part.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
                     var ascending = true
                     if pieces.count == 2, pieces[1] == "desc" || pieces[1] == "asc" {
                         ascending = pieces[1] == "asc"

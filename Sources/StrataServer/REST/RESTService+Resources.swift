@@ -71,7 +71,8 @@ extension RESTService {
                         throw Problem.badRequest("a to-one relationship takes no query parameters")
                     }
                     guard let target = try object.object(forKey: name) else {
-                        throw Problem.notFound("\(entity) \(id) has no \(name)")
+                        // A distinct problem type, so clients can tell "no author" from "no book".
+                        throw Problem(404, "No Related Object", "\(entity) \(id) has no \(name)")
                     }
                     return json(200, try codec.render(target), headers: [("ETag", ObjectCodec.etag(target.version))])
                 }
