@@ -40,7 +40,9 @@ import Testing
         #expect(!root.hasChanges)
         #expect(try root.coordinator.count(FetchRequest(entityName: "Tag")) == 1 + threads * commits - duplicates)
         #expect(try root.coordinator.count(FetchRequest(entityName: "Book")) == threads * commits - duplicates)
-        #expect(try root.coordinator.relatedIDs(of: authorID, relationship: "books").count == threads * commits - duplicates)
+        #expect(
+            try root.coordinator.relatedIDs(of: authorID, relationship: "books").count == threads * commits - duplicates
+        )
     }
 
     @Test func expectationsFailOnlyTheirOwnChild() throws {

@@ -36,7 +36,9 @@ extension ObjectContext {
     /// - Throws: ``ContextError``: `.validation`, `.conflict`, `.store`.
     public func commit(_ child: ObjectContext, expecting expectations: [ObjectID: Int64] = [:]) throws(ContextError) {
         precondition(parent == nil && child.parent === self, "commit(_:) takes a child of a root context")
-        let pushed = try child.storage.withLock { (s: inout ContextStorage) throws(ContextError) in try child.pushedChanges(&s) }
+        let pushed = try child.storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            try child.pushedChanges(&s)
+        }
         let ticket = CommitTicket(pushed: pushed, expectations: expectations)
         let leads = commitQueue.withLock { queue -> Bool in
             queue.waiting.append(ticket)
@@ -124,7 +126,8 @@ extension ObjectContext {
         if error.code == .conflict {
             return ContextError(
                 .conflict,
-                "objects changed in the store since they were read: " + error.conflicts.map(\.description).joined(separator: "; "),
+                "objects changed in the store since they were read: "
+                    + error.conflicts.map(\.description).joined(separator: "; "),
                 conflicts: error.conflicts, storeError: error)
         }
         return ContextError(.store, error.message, storeError: error)
@@ -134,10 +137,13 @@ extension ObjectContext {
         var conflicts: [VersionConflict] = []
         for (id, expected) in ticket.expectations.sorted(by: { Self.tieOrder($0.key, $1.key) }) {
             let current = (try? loadState(id, &s))?.map(\.version)
-            if current != expected { conflicts.append(VersionConflict(id: id, expectedVersion: expected, storedVersion: current ?? nil)) }
+            if current != expected {
+                conflicts.append(VersionConflict(id: id, expectedVersion: expected, storedVersion: current ?? nil))
+            }
         }
         guard !conflicts.isEmpty else { return nil }
         return ContextError(
-            .conflict, "objects changed since they were read: " + conflicts.map(\.description).joined(separator: "; "), conflicts: conflicts)
+            .conflict, "objects changed since they were read: " + conflicts.map(\.description).joined(separator: "; "),
+            conflicts: conflicts)
     }
 }

@@ -26,7 +26,8 @@ extension RESTService {
             var outcomes: [(WriteOutcome?, HTTPRequest, HTTPResponse?)] = []
             for (index, operation) in operations.enumerated() {
                 do throws(Problem) {
-                    let (outcome, sub, immediate) = try perform(operation, child, refs: refs, expectations: &expectations)
+                    let (outcome, sub, immediate) = try perform(
+                        operation, child, refs: refs, expectations: &expectations)
                     if case .object(let id, _, true)? = outcome { refs.append(id) } else { refs.append(nil) }
                     outcomes.append((outcome, sub, immediate))
                 } catch {

@@ -76,7 +76,11 @@ public final class StrataServerInstance: Sendable {
             throw ServeError(error.description)
         }
         do {
-            let rest = try RESTService(coordinator: container.coordinator, metrics: metrics, openAPI: { [document = (OpenAPIGenerator.json(for: model), OpenAPIGenerator.yaml(for: model))] in document })
+            let rest = try RESTService(
+                coordinator: container.coordinator, metrics: metrics,
+                openAPI: { [document = (OpenAPIGenerator.json(for: model), OpenAPIGenerator.yaml(for: model))] in
+                    document
+                })
             coordinator.withLock { $0 = container.coordinator }
             service.withLock { $0 = rest }
         } catch {

@@ -32,7 +32,9 @@ enum BenchCommand {
         while index < arguments.count {
             let argument = arguments[index]
             func value() -> Int? {
-                guard index + 1 < arguments.count, let number = Int(arguments[index + 1]), number > 0 else { return nil }
+                guard index + 1 < arguments.count, let number = Int(arguments[index + 1]), number > 0 else {
+                    return nil
+                }
                 index += 1
                 return number
             }
@@ -133,7 +135,9 @@ struct BenchTable {
         var widths = [Int](repeating: 0, count: header.count)
         for line in lines { for (i, cell) in line.enumerated() { widths[i] = max(widths[i], cell.count) } }
         var out = lines.map { line in
-            "| " + line.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }.joined(separator: " | ") + " |"
+            "| "
+                + line.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                .joined(separator: " | ") + " |"
         }
         out.insert("|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|", at: 1)
         return (out + [""] + notes).joined(separator: "\n")

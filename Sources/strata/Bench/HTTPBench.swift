@@ -27,7 +27,10 @@ struct Wrk {
         try Data(script.utf8).write(to: scriptURL)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["-t", "\(min(connections, 2))", "-c", "\(connections)", "-d", "\(seconds)s", "--latency", "-s", scriptURL.path, url]
+        process.arguments = [
+            "-t", "\(min(connections, 2))", "-c", "\(connections)", "-d", "\(seconds)s", "--latency", "-s",
+            scriptURL.path, url,
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
@@ -36,9 +39,13 @@ struct Wrk {
         process.waitUntilExit()
         func field(_ prefix: String) -> String? {
             text.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(prefix) }
-                .map { $0.trimmingCharacters(in: .whitespaces).dropFirst(prefix.count).trimmingCharacters(in: .whitespaces) }
+                .map {
+                    $0.trimmingCharacters(in: .whitespaces).dropFirst(prefix.count).trimmingCharacters(in: .whitespaces)
+                }
         }
-        guard let rate = field("Requests/sec:").flatMap(Double.init) else { throw BenchError("wrk printed no rate:\n\(text)") }
+        guard let rate = field("Requests/sec:").flatMap(Double.init) else {
+            throw BenchError("wrk printed no rate:\n\(text)")
+        }
         var errors = ""
         if let socket = field("Socket errors:") { errors += "socket errors: \(socket) " }
         if let non2xx = field("Non-2xx or 3xx responses:") { errors += "non-2xx/3xx: \(non2xx)" }
@@ -69,30 +76,54 @@ struct HTTPBench {
             path: folder.appendingPathComponent("commits.sqlite").path, seconds: 2, synchronous: "FULL")
         let randomBook = "math.random(1, \(Self.seedBooks))"
         let scripts: [(name: String, script: String, baseline: String)] = [
-            ("GET /books/{id}", "request = function() return wrk.format('GET', '/books/' .. \(randomBook)) end", "live"),
-            ("GET /books?filter&order", "request = function() return wrk.format('GET', '/books?year=gte.' .. math.random(1900, 2010) .. '&order=title&limit=20') end", "live"),
-            ("POST /search-logs", "wrk.method = 'POST'; wrk.path = '/search-logs'; wrk.body = '{\"query\": \"bench\", \"results\": 1}'; wrk.headers['Content-Type'] = 'application/json'", "commits"),
-            ("PATCH /books/{id}", "request = function() return wrk.format('PATCH', '/books/' .. \(randomBook), {['Content-Type'] = 'application/json'}, '{\"rating\": ' .. math.random(0, 5) .. '}') end", "commits"),
-            ("mixed 90% GET / 10% POST", """
+            (
+                "GET /books/{id}", "request = function() return wrk.format('GET', '/books/' .. \(randomBook)) end",
+                "live"
+            ),
+            (
+                "GET /books?filter&order",
+                "request = function() return wrk.format('GET', '/books?year=gte.' .. math.random(1900, 2010) .. '&order=title&limit=20') end",
+                "live"
+            ),
+            (
+                "POST /search-logs",
+                "wrk.method = 'POST'; wrk.path = '/search-logs'; wrk.body = '{\"query\": \"bench\", \"results\": 1}'; wrk.headers['Content-Type'] = 'application/json'",
+                "commits"
+            ),
+            (
+                "PATCH /books/{id}",
+                "request = function() return wrk.format('PATCH', '/books/' .. \(randomBook), {['Content-Type'] = 'application/json'}, '{\"rating\": ' .. math.random(0, 5) .. '}') end",
+                "commits"
+            ),
+            (
+                "mixed 90% GET / 10% POST",
+                """
                 request = function()
                   if math.random(1, 10) == 1 then
                     return wrk.format('POST', '/search-logs', {['Content-Type'] = 'application/json'}, '{"query": "mixed"}')
                   end
                   return wrk.format('GET', '/books/' .. \(randomBook))
                 end
-                """, "live"),
+                """, "live"
+            ),
         ]
         for connections in [1, 64] {
-            let live = try wrk.run(url: base + "/live", connections: connections, seconds: settings.duration, script: "", folder: folder)
+            let live = try wrk.run(
+                url: base + "/live", connections: connections, seconds: settings.duration, script: "", folder: folder)
             table.rows.append(
                 BenchTable.Row(
-                    scenario: "GET /live (ceiling)", connections: "\(connections)", throughput: live.requestsPerSecond, unit: "req/s",
+                    scenario: "GET /live (ceiling)", connections: "\(connections)", throughput: live.requestsPerSecond,
+                    unit: "req/s",
                     p50: live.p50, p99: live.p99, baseline: "", baselineValue: nil, target: nil, note: live.errors))
             for scenario in scripts {
-                let result = try wrk.run(url: base, connections: connections, seconds: settings.duration, script: scenario.script, folder: folder)
+                let result = try wrk.run(
+                    url: base, connections: connections, seconds: settings.duration, script: scenario.script,
+                    folder: folder)
                 var row = BenchTable.Row(
-                    scenario: scenario.name, connections: "\(connections)", throughput: result.requestsPerSecond, unit: "req/s",
-                    p50: result.p50, p99: result.p99, baseline: "", baselineValue: nil, target: nil, note: result.errors)
+                    scenario: scenario.name, connections: "\(connections)", throughput: result.requestsPerSecond,
+                    unit: "req/s",
+                    p50: result.p50, p99: result.p99, baseline: "", baselineValue: nil, target: nil, note: result.errors
+                )
                 if scenario.baseline == "live" {
                     row.baseline = "GET /live"
                     row.baselineValue = live.requestsPerSecond
@@ -118,11 +149,14 @@ struct HTTPBench {
         let growth = warm > 0 ? Double(after - warm) / Double(warm) : 0
         table.notes.append(
             String(
-                format: "memory: RSS %.1f MiB after warm-up, %.1f MiB after a %d s mixed run at 64 connections (growth %.1f%%; target < 10%%); peak %.1f MiB",
-                Double(warm) / 1_048_576, Double(after) / 1_048_576, settings.soak, growth * 100, Double(peak) / 1_048_576))
+                format:
+                    "memory: RSS %.1f MiB after warm-up, %.1f MiB after a %d s mixed run at 64 connections (growth %.1f%%; target < 10%%); peak %.1f MiB",
+                Double(warm) / 1_048_576, Double(after) / 1_048_576, settings.soak, growth * 100,
+                Double(peak) / 1_048_576))
         table.rows.append(
             BenchTable.Row(
-                scenario: "RSS growth over mixed soak", connections: "64", throughput: Double(after) / 1_048_576, unit: "MiB",
+                scenario: "RSS growth over mixed soak", connections: "64", throughput: Double(after) / 1_048_576,
+                unit: "MiB",
                 p50: "", p99: "", baseline: "RSS after warm-up (MiB)", baselineValue: Double(warm) / 1_048_576,
                 target: (Double(after) / Double(max(warm, 1)), nil, 1.1)))
     }
@@ -146,7 +180,8 @@ enum Memory {
     static func value(_ key: String) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
         for line in status.split(separator: "\n") where line.hasPrefix(key) {
-            return (Int(line.split(separator: " ").dropFirst().first { !$0.isEmpty }.map(String.init) ?? "") ?? 0) * 1024
+            return (Int(line.split(separator: " ").dropFirst().first { !$0.isEmpty }.map(String.init) ?? "") ?? 0)
+                * 1024
         }
         return 0
     }

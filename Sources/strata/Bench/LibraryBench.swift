@@ -17,7 +17,8 @@ struct LibraryBench {
     func run(into table: inout BenchTable) throws {
         let model = try ObjectModel.example
         let coordinator = StoreCoordinator(model: model)
-        try coordinator.addStore(type: .sqlite, configuration: "Catalog", url: folder.appendingPathComponent("library.sqlite"))
+        try coordinator.addStore(
+            type: .sqlite, configuration: "Catalog", url: folder.appendingPathComponent("library.sqlite"))
         let context = ObjectContext(coordinator: coordinator)
         let insertSeconds = try Self.seconds {
             for index in 0..<objects {
@@ -40,7 +41,8 @@ struct LibraryBench {
                 target: (insertSeconds / rawInsertSeconds, nil, 3)))
 
         let request = FetchRequest(
-            entityName: "Book", predicate: try FetchPredicate(format: "year >= 1900"), sortDescriptors: [SortKey("title")])
+            entityName: "Book", predicate: try FetchPredicate(format: "year >= 1900"),
+            sortDescriptors: [SortKey("title")])
         let reader = ObjectContext(coordinator: coordinator)
         var fetched = 0
         let fetchSeconds = try Self.seconds {
@@ -51,14 +53,18 @@ struct LibraryBench {
         let rawFetchSeconds = try Self.seconds { rawFetched = try raw.fetchBooks() }
         table.rows.append(
             BenchTable.Row(
-                scenario: "library fetch (predicate + sort)", connections: "-", throughput: Double(objects) / fetchSeconds,
+                scenario: "library fetch (predicate + sort)", connections: "-",
+                throughput: Double(objects) / fetchSeconds,
                 unit: "objects/s", p50: "", p99: "", baseline: "raw SELECT … WHERE … ORDER BY",
                 baselineValue: Double(objects) / rawFetchSeconds, target: (fetchSeconds / rawFetchSeconds, nil, 3)))
         if fetched != objects || rawFetched != objects {
-            table.notes.append("warning: fetched \(fetched) objects through the context and \(rawFetched) raw, expected \(objects)")
+            table.notes.append(
+                "warning: fetched \(fetched) objects through the context and \(rawFetched) raw, expected \(objects)")
         }
         table.notes.append(
-            String(format: "library: insert %.3f s vs raw %.3f s; fetch %.3f s vs raw %.3f s (%d objects)", insertSeconds, rawInsertSeconds, fetchSeconds, rawFetchSeconds, objects))
+            String(
+                format: "library: insert %.3f s vs raw %.3f s; fetch %.3f s vs raw %.3f s (%d objects)", insertSeconds,
+                rawInsertSeconds, fetchSeconds, rawFetchSeconds, objects))
     }
 }
 
@@ -72,18 +78,24 @@ final class RawSQLite {
         db = handle
         try execute("PRAGMA journal_mode=WAL")
         try execute("PRAGMA synchronous=FULL")
-        try execute("CREATE TABLE Book (_pk INTEGER PRIMARY KEY, _entity TEXT NOT NULL, _version INTEGER NOT NULL, title TEXT, year INTEGER, rating REAL)")
+        try execute(
+            "CREATE TABLE Book (_pk INTEGER PRIMARY KEY, _entity TEXT NOT NULL, _version INTEGER NOT NULL, title TEXT, year INTEGER, rating REAL)"
+        )
     }
 
     deinit { sqlite3_close(db) }
 
     func execute(_ sql: String) throws {
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+            throw BenchError(String(cString: sqlite3_errmsg(db)))
+        }
     }
 
     func insertBooks(_ count: Int) throws {
         var statement: OpaquePointer?
-        sqlite3_prepare_v2(db, "INSERT INTO Book (_pk, _entity, _version, title, year, rating) VALUES (?, 'Book', 1, ?, ?, ?)", -1, &statement, nil)
+        sqlite3_prepare_v2(
+            db, "INSERT INTO Book (_pk, _entity, _version, title, year, rating) VALUES (?, 'Book', 1, ?, ?, ?)", -1,
+            &statement, nil)
         defer { sqlite3_finalize(statement) }
         try execute("BEGIN")
         for index in 0..<count {
@@ -100,15 +112,20 @@ final class RawSQLite {
     /// Reads every row into Swift values, as a client of SQLite would.
     func fetchBooks() throws -> Int {
         var statement: OpaquePointer?
-        sqlite3_prepare_v2(db, "SELECT _pk, _entity, _version, title, year, rating FROM Book WHERE year >= ? ORDER BY title", -1, &statement, nil)
+        sqlite3_prepare_v2(
+            db, "SELECT _pk, _entity, _version, title, year, rating FROM Book WHERE year >= ? ORDER BY title", -1,
+            &statement, nil)
         defer { sqlite3_finalize(statement) }
         sqlite3_bind_int64(statement, 1, 1900)
         var rows: [(Int64, String, Int64, String, Int64, Double)] = []
         while sqlite3_step(statement) == SQLITE_ROW {
-            rows.append((
-                sqlite3_column_int64(statement, 0), String(cString: sqlite3_column_text(statement, 1)), sqlite3_column_int64(statement, 2),
-                String(cString: sqlite3_column_text(statement, 3)), sqlite3_column_int64(statement, 4), sqlite3_column_double(statement, 5)
-            ))
+            rows.append(
+                (
+                    sqlite3_column_int64(statement, 0), String(cString: sqlite3_column_text(statement, 1)),
+                    sqlite3_column_int64(statement, 2),
+                    String(cString: sqlite3_column_text(statement, 3)), sqlite3_column_int64(statement, 4),
+                    sqlite3_column_double(statement, 5)
+                ))
         }
         return rows.count
     }
@@ -118,7 +135,9 @@ final class RawSQLite {
         let raw = try RawSQLite(path: path)
         try raw.execute("PRAGMA synchronous=\(synchronous)")
         var statement: OpaquePointer?
-        sqlite3_prepare_v2(raw.db, "INSERT INTO Book (_entity, _version, title, year, rating) VALUES ('Book', 1, 'x', 2000, 1.0)", -1, &statement, nil)
+        sqlite3_prepare_v2(
+            raw.db, "INSERT INTO Book (_entity, _version, title, year, rating) VALUES ('Book', 1, 'x', 2000, 1.0)", -1,
+            &statement, nil)
         defer { sqlite3_finalize(statement) }
         let end = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
         var count = 0
