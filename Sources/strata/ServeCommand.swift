@@ -24,6 +24,9 @@ enum ServeCommand {
           --max-connections N     simultaneous connections (STRATA_MAX_CONNECTIONS, default 1024)
           --log-format FORMAT     text or json access-log lines on stderr (STRATA_LOG_FORMAT, default text)
           --durability MODE       full (default) or normal SQLite synchronous mode (STRATA_DURABILITY)
+          --migrate, --no-migrate migrate stores written with an older model when loading them, all
+                                  together or none (STRATA_MIGRATE=true|false, default on); an
+                                  .xcdatamodeld model's versions are the steps
           --help                  this text
 
         The default stores are <data-dir>/<configuration>.sqlite, one per configuration of the model.
@@ -41,6 +44,7 @@ enum ServeCommand {
             ("STRATA_HOST", "--host"), ("STRATA_PORT", "--port"), ("STRATA_DATA_DIR", "--data-dir"),
             ("STRATA_MAX_BODY_BYTES", "--max-body-bytes"), ("STRATA_MAX_CONNECTIONS", "--max-connections"),
             ("STRATA_LOG_FORMAT", "--log-format"), ("STRATA_DURABILITY", "--durability"),
+            ("STRATA_MIGRATE", "--migrate"),
         ]
         for (variable, option) in twins {
             if let value = environment[variable], !value.isEmpty { pairs.append((option, value)) }
@@ -61,6 +65,11 @@ enum ServeCommand {
             if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
                 name = String(argument[..<equals])
                 value = String(argument[argument.index(after: equals)...])
+            }
+            if name == "--migrate" || name == "--no-migrate" {
+                pairs.append(("--migrate", name == "--no-migrate" ? "false" : value ?? "true"))
+                index += 1
+                continue
             }
             let known = [
                 "--host", "--port", "--data-dir", "--model", "--store", "--max-body-bytes", "--max-connections",
@@ -123,6 +132,12 @@ enum ServeCommand {
                     throw ServeError("--durability is full or normal, not '\(value)'")
                 }
                 options.durability = durability
+            case "--migrate":
+                guard let flag = ["true": true, "1": true, "yes": true, "false": false, "0": false, "no": false][value]
+                else {
+                    throw ServeError("--migrate is true or false, not '\(value)'")
+                }
+                options.migrate = flag
             default: break
             }
         }
@@ -131,7 +146,7 @@ enum ServeCommand {
     }
 
     static func run(_ arguments: [String]) -> Int32 {
-        let options: ServerOptions
+        var options: ServerOptions
         do {
             (options, _) = try parse(arguments, environment: ProcessInfo.processInfo.environment)
         } catch {
@@ -145,6 +160,7 @@ enum ServeCommand {
         let model: ObjectModel
         do {
             model = try loadModel(options.models, useEnvironment: false)
+            options.modelHistory = try loadModelHistory(models: options.models, history: [])
         } catch {
             printError("strata serve: \(error)")
             return 1

@@ -12,6 +12,9 @@ enum StrataCommand {
           serve [options]            serve the model as a REST API (strata serve --help)
           health [--port N]          exit 0 when the local server's /live answers 200 (the container health check)
           openapi [--format FORMAT]  print the OpenAPI document of the REST API (strata openapi --help)
+          inspect PATH [--model PATH]  print a store's metadata and row counts; dry-run a migration (strata inspect --help)
+          migrate [options]          migrate store files to the model, all together or none (strata migrate --help)
+          split --from OLD --to CONFIG=PATH ...  move a single-file store into one store per configuration (strata split --help)
           bench [--duration S]       measure the performance targets against same-run baselines (needs wrk)
           help                       show this text
 
@@ -31,6 +34,9 @@ enum StrataCommand {
         case "model": return ModelCommand.run(rest)
         case "serve": return ServeCommand.run(rest)
         case "health": return HealthCommand.run(rest)
+        case "inspect": return InspectCommand.run(rest)
+        case "migrate": return MigrateCommand.run(rest)
+        case "split": return SplitCommand.run(rest)
         case "bench": return BenchCommand.run(rest)
         case "openapi": return OpenAPICommand.run(rest)
         default:

@@ -48,7 +48,8 @@ public final class PersistentContainer: Sendable {
     /// The main root context.
     public let viewContext: ObjectContext
 
-    /// Loads every store and builds the contexts.
+    /// Loads every store and builds the contexts. Stores written with an older model are migrated
+    /// when their options allow it, all together or not at all (``StoreCoordinator/addStores(_:)``).
     /// - Throws: ``ContainerLoadError`` for the first store that cannot be loaded; stores already
     ///   opened are closed again.
     public init(model: ObjectModel, stores: [StoreDescription], mergePolicy: MergePolicy = .error)
@@ -56,15 +57,12 @@ public final class PersistentContainer: Sendable {
     {
         self.model = model
         coordinator = StoreCoordinator(model: model)
-        for description in stores {
-            do {
-                try coordinator.addStore(
-                    type: description.type, configuration: description.configuration, url: description.url,
-                    options: description.options)
-            } catch {
-                for store in coordinator.stores { coordinator.remove(store) }
-                throw ContainerLoadError(store: description, reason: error.message, underlying: error)
-            }
+        do {
+            // All stores together: migrations (StoreOptions.migrate) are applied to all or to none.
+            try coordinator.loadStores(stores)
+        } catch {
+            for store in coordinator.stores { coordinator.remove(store) }
+            throw ContainerLoadError(store: stores[error.index], reason: error.error.message, underlying: error.error)
         }
         viewContext = ObjectContext(coordinator: coordinator, mergePolicy: mergePolicy)
     }

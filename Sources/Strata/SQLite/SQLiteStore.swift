@@ -5,8 +5,10 @@ import Foundation
 /// (so reads never wait behind a save being prepared), and prepared statements reused.
 ///
 /// The file holds tables only for its configuration's entities, and a metadata table with the
-/// store's UUID, its configuration, and the model's version hashes. Reopening it with a model whose
-/// hashes differ is an `.incompatibleModel` error naming the entities that differ.
+/// store's UUID, its configuration, the model's version hashes, and the model itself (its canonical
+/// JSON, so a later version can be migrated from it). Reopening it with a model whose hashes differ
+/// migrates it when ``StoreOptions/migrate`` is set (see ``MigrationPlan``), and is otherwise an
+/// `.incompatibleModel` error naming the entities that differ and what a migration would do.
 public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     // Safe to share: the writer connection is used only while `writerGate` is held; reader
     // connections are taken out of `readers` by one caller at a time; the rest is immutable
@@ -29,7 +31,14 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     static let metadataTable = "_strata_metadata"
 
     /// Opens or creates the store at `url` for `configuration` of `model`.
-    /// - Throws: ``StoreError``: `.unknownConfiguration`, `.io`, `.configurationMismatch`, `.incompatibleModel`.
+    ///
+    /// A store written with another version of the model is migrated in one transaction when
+    /// `options.migrate` is set (stepping through `options.modelHistory` when given). To migrate
+    /// several stores all together or not at all, use ``StoreCoordinator/addStores(_:)``.
+    /// - Throws: ``StoreError``: `.unknownConfiguration`, `.io`, `.configurationMismatch`,
+    ///   `.incompatibleModel` (also for a migration that cannot be inferred, and for the target of
+    ///   an unfinished `split`), `.uniqueViolation` (a migration adding a uniqueness constraint that
+    ///   existing objects break).
     public init(model: ObjectModel, configuration: String?, url: URL, options: StoreOptions = StoreOptions())
         throws(StoreError)
     {
@@ -56,26 +65,51 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         } catch {
             throw StoreError(.io, "cannot open the SQLite store: \(error.message)", storeURL: url, underlying: error)
         }
-        let found = try Self.readMetadata(writer, url: url)
+        let values = try Self.readMetadataValues(writer, url: url)
         let hashes = model.entityVersionHashes.filter { entities.contains($0.key) }
-        if let found {
+        if let values {
+            let found = try Self.metadata(from: values, url: url)
             guard found.configuration == self.configuration else {
                 throw StoreError(
                     .configurationMismatch,
                     "the store holds configuration '\(found.configuration ?? ObjectModel.defaultConfiguration)', not '\(self.configuration ?? ObjectModel.defaultConfiguration)'",
                     storeURL: url)
             }
-            if found.entityHashes != hashes {
+            if values[Self.splitStateKey] == Self.splitStateCopying {
                 throw StoreError(
-                    .incompatibleModel, Self.describeDifferences(stored: found.entityHashes, model: hashes),
+                    .incompatibleModel,
+                    "the store is an unfinished split of store \(values[Self.splitSourceKey] ?? "?"); run strata split again to finish it",
                     storeURL: url)
             }
-            metadata = found
+            if found.entityHashes != hashes {
+                let plan = SQLiteMigrator.plan(
+                    values: values, storedHashes: found.entityHashes, configuration: self.configuration, model: model,
+                    history: options.modelHistory, url: url)
+                guard options.migrate, !options.readOnly else {
+                    throw StoreError(
+                        .incompatibleModel, Self.incompatibility(stored: found.entityHashes, model: hashes, plan: plan),
+                        storeURL: url)
+                }
+                guard plan.isPossible else { throw StoreError(.incompatibleModel, plan.refusalMessage, storeURL: url) }
+                try SQLiteMigrator.migrate(
+                    plan, model: model, configuration: self.configuration, db: writer, url: url)
+                metadata = StoreMetadata(
+                    identifier: found.identifier, configuration: found.configuration, modelVersion: model.version,
+                    entityHashes: hashes)
+            } else {
+                metadata = found
+                if values["model"] == nil && !options.readOnly {
+                    // A store created before models were recorded: record the (equivalent) model now.
+                    try? writer.run(
+                        "INSERT OR IGNORE INTO \(Self.metadataTable) (key, value) VALUES ('model', ?)",
+                        [.text(model.canonicalJSON)])
+                }
+            }
         } else {
             let created = StoreMetadata(
                 identifier: UUID().uuidString, configuration: self.configuration, modelVersion: model.version,
                 entityHashes: hashes)
-            try Self.createSchema(writer, schema: schema, metadata: created, url: url)
+            try Self.createSchema(writer, schema: schema, metadata: created, model: model, url: url)
             metadata = created
         }
         var keys: [String: Int64] = [:]
@@ -85,6 +119,18 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             keys[table] = (maximum ?? 0) + 1
         }
         nextKeys = Locked(keys)
+    }
+
+    /// Says how a store and a model differ, and what a migration would do or why it cannot.
+    static func incompatibility(stored: [String: String], model: [String: String], plan: MigrationPlan) -> String {
+        var message = describeDifferences(stored: stored, model: model)
+        if plan.isPossible {
+            message +=
+                "; open it with migration enabled to migrate it (\(plan.changes.map(\.description).joined(separator: "; ")))"
+        } else {
+            message += "; it cannot be migrated: " + plan.refusals.map(\.description).joined(separator: "; ")
+        }
+        return message
     }
 
     /// Says which entities were added, removed or changed between a store and a model.
@@ -99,7 +145,18 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         return "the store was written with a different model (" + parts.joined(separator: "; ") + ")"
     }
 
-    private static func readMetadata(_ db: SQLiteConnection, url: URL) throws(StoreError) -> StoreMetadata? {
+    /// The metadata key naming the store a `split` target is copied from.
+    static let splitSourceKey = "splitSource"
+    /// The metadata key holding a `split` target's state (``splitStateCopying`` or ``splitStateComplete``).
+    static let splitStateKey = "splitState"
+    /// A split target still being copied: it cannot be opened as a store.
+    static let splitStateCopying = "copying"
+    /// A split target copied and verified.
+    static let splitStateComplete = "complete"
+
+    /// Every key and value of the metadata table; nil for a file with no tables at all (a new store).
+    /// - Throws: `.incompatibleModel` for an SQLite file that is not a Strata store, `.io`.
+    static func readMetadataValues(_ db: SQLiteConnection, url: URL) throws(StoreError) -> [String: String]? {
         do {
             let exists = try db.query(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(metadataTable)]
@@ -113,15 +170,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
                 return nil
             }
             let pairs = try db.query("SELECT key, value FROM \(metadataTable)") { ($0.text(0), $0.text(1)) }
-            let values = Dictionary(pairs, uniquingKeysWith: { _, last in last })
-            guard let identifier = values["uuid"], let hashText = values["entityHashes"],
-                case .object(let hashObject)? = try? JSONValue.parse(hashText)
-            else {
-                throw StoreError(.incompatibleModel, "the store's metadata is incomplete", storeURL: url)
-            }
-            return StoreMetadata(
-                identifier: identifier, configuration: values["configuration"], modelVersion: values["modelVersion"],
-                entityHashes: hashObject.compactMapValues(\.stringValue))
+            return Dictionary(pairs, uniquingKeysWith: { _, last in last })
         } catch let error as StoreError {
             throw error
         } catch let error as SQLiteError {
@@ -131,20 +180,42 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         }
     }
 
-    private static func createSchema(_ db: SQLiteConnection, schema: SQLiteSchema, metadata: StoreMetadata, url: URL)
-        throws(StoreError)
-    {
+    /// The store's metadata from the metadata table's values.
+    /// - Throws: `.incompatibleModel` when a required key is missing.
+    static func metadata(from values: [String: String], url: URL) throws(StoreError) -> StoreMetadata {
+        guard let identifier = values["uuid"], let hashText = values["entityHashes"],
+            case .object(let hashObject)? = try? JSONValue.parse(hashText)
+        else {
+            throw StoreError(.incompatibleModel, "the store's metadata is incomplete", storeURL: url)
+        }
+        return StoreMetadata(
+            identifier: identifier, configuration: values["configuration"], modelVersion: values["modelVersion"],
+            entityHashes: hashObject.compactMapValues(\.stringValue))
+    }
+
+    /// The metadata rows of a new store: UUID, format, hashes, configuration, version, and the model.
+    static func metadataValues(_ metadata: StoreMetadata, model: ObjectModel) -> [(String, String)] {
+        var values: [(String, String)] = [
+            ("uuid", metadata.identifier), ("format", "1"),
+            ("entityHashes", JSONValue.object(metadata.entityHashes.mapValues { .string($0) }).jsonText),
+            ("model", model.canonicalJSON),
+        ]
+        if let configuration = metadata.configuration { values.append(("configuration", configuration)) }
+        if let version = metadata.modelVersion { values.append(("modelVersion", version)) }
+        return values
+    }
+
+    /// Creates the metadata table and `statements` (the schema) in one transaction.
+    /// - Parameter extra: more metadata rows (a split's state, say).
+    static func createSchema(
+        _ db: SQLiteConnection, statements: [String], metadata: StoreMetadata, model: ObjectModel,
+        extra: [(String, String)] = [], url: URL
+    ) throws(StoreError) {
         do {
             try db.execute("BEGIN IMMEDIATE")
             try db.execute("CREATE TABLE \(metadataTable) (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            for statement in schema.createStatements { try db.execute(statement) }
-            var values: [(String, String)] = [
-                ("uuid", metadata.identifier), ("format", "1"),
-                ("entityHashes", JSONValue.object(metadata.entityHashes.mapValues { .string($0) }).jsonText),
-            ]
-            if let configuration = metadata.configuration { values.append(("configuration", configuration)) }
-            if let version = metadata.modelVersion { values.append(("modelVersion", version)) }
-            for (key, value) in values {
+            for statement in statements { try db.execute(statement) }
+            for (key, value) in metadataValues(metadata, model: model) + extra {
                 try db.run("INSERT INTO \(metadataTable) (key, value) VALUES (?, ?)", [.text(key), .text(value)])
             }
             try db.execute("COMMIT")
@@ -153,6 +224,12 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             throw StoreError(
                 .io, "cannot create the store's tables: \(error.message)", storeURL: url, underlying: error)
         }
+    }
+
+    private static func createSchema(
+        _ db: SQLiteConnection, schema: SQLiteSchema, metadata: StoreMetadata, model: ObjectModel, url: URL
+    ) throws(StoreError) {
+        try createSchema(db, statements: schema.createStatements, metadata: metadata, model: model, url: url)
     }
 
     func checkOpen() throws(StoreError) {

@@ -22,11 +22,36 @@ public struct StoreOptions: Sendable, Hashable {
     public var readOnly: Bool
     /// How durable each commit is (SQLite only).
     public var durability: Durability
+    /// Whether a store written with an older model is migrated (lightweight, inferred) when it is
+    /// opened; when false such a store is refused with `.incompatibleModel` (SQLite only).
+    public var migrate: Bool
+    /// Earlier versions of the model, oldest first, that a migration steps through (a
+    /// `.xcdatamodeld`'s versions, say); empty: one step from the model the store recorded.
+    public var modelHistory: [ObjectModel]
 
     /// Creates options.
-    public init(readOnly: Bool = false, durability: Durability = .full) {
+    public init(
+        readOnly: Bool = false, durability: Durability = .full, migrate: Bool = false,
+        modelHistory: [ObjectModel] = []
+    ) {
         self.readOnly = readOnly
         self.durability = durability
+        self.migrate = migrate
+        self.modelHistory = modelHistory
+    }
+
+    /// Options are equal when every setting is, the model history included.
+    public static func == (lhs: StoreOptions, rhs: StoreOptions) -> Bool {
+        lhs.readOnly == rhs.readOnly && lhs.durability == rhs.durability && lhs.migrate == rhs.migrate
+            && lhs.modelHistory == rhs.modelHistory
+    }
+
+    /// Hashes the settings (of the model history, only its length).
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(readOnly)
+        hasher.combine(durability)
+        hasher.combine(migrate)
+        hasher.combine(modelHistory.count)
     }
 }
 

@@ -48,6 +48,10 @@ public struct ServerOptions: Sendable {
     public var logFormat = "text"
     /// SQLite durability.
     public var durability = StoreOptions.Durability.full
+    /// Migrate stores written with an older model when they are loaded (all together or none).
+    public var migrate = true
+    /// Earlier model versions, oldest first, that a migration steps through.
+    public var modelHistory: [ObjectModel] = []
 
     /// Default options.
     public init() {}
@@ -55,7 +59,7 @@ public struct ServerOptions: Sendable {
     /// The store of every configuration: SQLite files `<data-dir>/<configuration>.sqlite` unless
     /// `stores` says otherwise; `Default` replaces them all with one store.
     public func storeDescriptions(for model: ObjectModel) -> [StoreDescription] {
-        let options = StoreOptions(durability: durability)
+        let options = StoreOptions(durability: durability, migrate: migrate, modelHistory: modelHistory)
         func description(_ configuration: String?, _ spec: StoreSpec) -> StoreDescription {
             StoreDescription(
                 type: spec.type, configuration: configuration, url: spec.path.map { URL(fileURLWithPath: $0) },

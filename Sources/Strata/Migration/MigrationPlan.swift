@@ -1,0 +1,199 @@
+import Foundation
+
+/// One change a lightweight migration makes to a store, inferred by comparing two model versions.
+public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
+    /// What kind of change it is.
+    public enum Kind: String, Sendable, Hashable {
+        /// A new entity: its table or columns are created, empty.
+        case addEntity
+        /// An entity the new model no longer has (or no longer puts in this store): its objects are deleted.
+        case removeEntity
+        /// An entity renamed (`renamedFrom`): its objects keep their keys.
+        case renameEntity
+        /// An abstract entity that became concrete.
+        case makeConcrete
+        /// A new attribute, optional or with a default that existing objects take.
+        case addAttribute
+        /// An attribute the new model no longer has: its values are dropped.
+        case removeAttribute
+        /// An attribute renamed (`renamedFrom`): its values are kept.
+        case renameAttribute
+        /// A required attribute that became optional.
+        case makeOptional
+        /// An optional attribute that became required; objects without a value take the default.
+        case makeRequired
+        /// An integer type widened (16 → 32 → 64 bits) or `float` → `double`: values are kept as they are.
+        case widenType
+        /// A new relationship, empty for existing objects.
+        case addRelationship
+        /// A relationship the new model no longer has.
+        case removeRelationship
+        /// A relationship renamed (`renamedFrom`): its contents are kept.
+        case renameRelationship
+        /// A required to-one relationship that became optional.
+        case makeRelationshipOptional
+        /// A new index.
+        case addIndex
+        /// An index the new model no longer has.
+        case removeIndex
+        /// A new uniqueness constraint; the migration fails if existing objects break it.
+        case addUniqueness
+        /// A uniqueness constraint the new model no longer has.
+        case removeUniqueness
+    }
+
+    /// What kind of change it is.
+    public var kind: Kind
+    /// The entity concerned (its name in the new model, or in the old one when it is removed).
+    public var entity: String
+    /// The property or index concerned, if any.
+    public var property: String?
+    /// A sentence describing the change.
+    public var message: String
+
+    /// Creates a change.
+    public init(_ kind: Kind, entity: String, property: String? = nil, _ message: String) {
+        self.kind = kind
+        self.entity = entity
+        self.property = property
+        self.message = message
+    }
+
+    /// The change as one line: where, then what.
+    public var description: String {
+        "\(entity)\(property.map { ".\($0)" } ?? ""): \(message)"
+    }
+}
+
+/// A difference between two model versions that a lightweight migration cannot infer.
+public struct MigrationRefusal: Sendable, Hashable, CustomStringConvertible {
+    /// Why the change cannot be migrated.
+    public enum Kind: String, Sendable, Hashable {
+        /// An attribute's type changed with no lossless mapping.
+        case typeChange
+        /// A required attribute was added, or an optional one made required, with no default value.
+        case requiredWithoutDefault
+        /// A to-one relationship was added as required, or made required.
+        case requiredRelationship
+        /// A relationship changed its destination, to-one/to-many, ordering, or how it is stored.
+        case relationshipShape
+        /// An entity changed its parent entity.
+        case parentChange
+        /// A concrete entity became abstract.
+        case madeAbstract
+        /// A `renamedFrom` names nothing in the store's model.
+        case unresolvedRename
+        /// The store's configuration is missing from a model version.
+        case configurationMissing
+        /// The store's model cannot be told (no recorded model and no matching version in the history).
+        case unknownStoreModel
+        /// The store is at a newer model version than the model it is opened with.
+        case downgrade
+    }
+
+    /// Why the change cannot be migrated.
+    public var kind: Kind
+    /// The entity concerned, if any.
+    public var entity: String?
+    /// The property concerned, if any.
+    public var property: String?
+    /// A sentence saying what cannot be migrated and, where it helps, what to do.
+    public var message: String
+
+    /// Creates a refusal.
+    public init(_ kind: Kind, entity: String? = nil, property: String? = nil, _ message: String) {
+        self.kind = kind
+        self.entity = entity
+        self.property = property
+        self.message = message
+    }
+
+    /// The refusal as one line: where, then why.
+    public var description: String {
+        var place = entity ?? ""
+        if let property { place += place.isEmpty ? property : ".\(property)" }
+        return place.isEmpty ? message : "\(place): \(message)"
+    }
+}
+
+/// One step of a migration: from one model version to the next.
+public struct MigrationStep: Sendable {
+    /// The version identifier of the model the step starts from.
+    public var fromVersion: String?
+    /// The version identifier of the model the step leads to.
+    public var toVersion: String?
+    /// What the step changes.
+    public var changes: [MigrationChange]
+    /// What the step cannot migrate.
+    public var refusals: [MigrationRefusal]
+
+    let old: ObjectModel
+    let new: ObjectModel
+    let oldEntities: [String]
+    let newEntities: [String]
+    let mapping: MigrationMapping
+}
+
+/// How a store gets from the model it was written with to the model it is opened with.
+public struct MigrationPlan: Sendable {
+    /// The store's file.
+    public var storeURL: URL?
+    /// The store's configuration (nil: every entity).
+    public var configuration: String?
+    /// The steps, in order; several when a model history is given.
+    public var steps: [MigrationStep]
+    /// Problems that are not about one step (no recorded model, a downgrade, …).
+    public var globalRefusals: [MigrationRefusal]
+
+    /// Every refusal: the global ones, then each step's.
+    public var refusals: [MigrationRefusal] { globalRefusals + steps.flatMap(\.refusals) }
+
+    /// Whether the migration can run (nothing refused).
+    public var isPossible: Bool { refusals.isEmpty }
+
+    /// Every change of every step.
+    public var changes: [MigrationChange] { steps.flatMap(\.changes) }
+
+    /// A multi-line description: each step with its changes and refusals.
+    public var summary: String {
+        var lines: [String] = []
+        for refusal in globalRefusals { lines.append("cannot migrate: \(refusal)") }
+        for step in steps {
+            lines.append("step \(step.fromVersion ?? "?") → \(step.toVersion ?? "?"):")
+            for change in step.changes { lines.append("  \(change.kind.rawValue) \(change)") }
+            for refusal in step.refusals { lines.append("  cannot migrate (\(refusal.kind.rawValue)) \(refusal)") }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// One line naming every refused change, for errors.
+    var refusalMessage: String {
+        "the store cannot be migrated to the model; lightweight migration cannot infer: "
+            + refusals.map(\.description).joined(separator: "; ")
+    }
+}
+
+/// How old columns, entities and relationships map to new ones in one step (internal to the planner
+/// and the SQLite writer).
+struct MigrationMapping: Sendable {
+    /// Where a new attribute's values come from.
+    enum Source: Sendable, Hashable {
+        /// The old column of that name.
+        case old(String)
+        /// The old column, with NULL replaced by a value.
+        case coalesce(String, AttributeValue)
+        /// A constant (a default).
+        case value(AttributeValue)
+        /// Nothing.
+        case null
+    }
+
+    /// New entity → old entity, for the entities of the store that both models have.
+    var entities: [String: String] = [:]
+    /// New entity → attribute (resolved, inherited ones too) → where its values come from.
+    var attributes: [String: [String: Source]] = [:]
+    /// New entity → relationship (resolved) → its old name, nil when added.
+    var relationships: [String: [String: String?]] = [:]
+    /// Whether objects of some old entity are deleted (so references to them must be cleared).
+    var removesObjects = false
+}

@@ -1,0 +1,482 @@
+import Foundation
+
+/// Infers lightweight migrations: which entities and properties of one model version become which
+/// of the next, what that changes in a store, and what cannot be inferred.
+///
+/// Entities and properties are matched by `renamedFrom` (the name in the previous version), then
+/// by name, then by equal renaming identifiers (`renamedFrom ?? name` on both sides, as Core Data
+/// matches them).
+enum MigrationPlanner {
+    /// The hashes of the entities a store of `configuration` holds under `model`; nil when the model
+    /// has no such configuration.
+    static func hashes(of model: ObjectModel, configuration: String?) -> [String: String]? {
+        guard let entities = model.entityNames(inConfiguration: configuration) else { return nil }
+        let all = model.entityVersionHashes
+        return Dictionary(uniqueKeysWithValues: entities.map { ($0, all[$0]!) })
+    }
+
+    /// Plans the migration of a store to `model`.
+    /// - Parameters:
+    ///   - storedHashes: the entity hashes the store recorded.
+    ///   - storedVersion: the model version the store recorded.
+    ///   - recorded: the model the store recorded, if it did.
+    ///   - history: earlier model versions, oldest first.
+    static func plan(
+        storedHashes: [String: String], storedVersion: String?, recorded: ObjectModel?, configuration: String?,
+        model: ObjectModel, history: [ObjectModel], url: URL?
+    ) -> MigrationPlan {
+        var plan = MigrationPlan(storeURL: url, configuration: configuration, steps: [], globalRefusals: [])
+        guard let targetHashes = hashes(of: model, configuration: configuration) else {
+            plan.globalRefusals.append(
+                MigrationRefusal(
+                    .configurationMissing,
+                    "the model has no configuration '\(configuration ?? ObjectModel.defaultConfiguration)'"))
+            return plan
+        }
+        if storedHashes == targetHashes { return plan }
+        let historyHashes = history.map { hashes(of: $0, configuration: configuration) }
+        var chain: [ObjectModel] = []
+        if let start = historyHashes.lastIndex(where: { $0 == storedHashes }) {
+            if let target = historyHashes.firstIndex(where: { $0 == targetHashes }), target < start {
+                plan.globalRefusals.append(
+                    MigrationRefusal(
+                        .downgrade,
+                        "the store is at model version \(history[start].version ?? "?"), newer than the model's \(model.version ?? "?"); downgrading is not supported"
+                    ))
+                return plan
+            }
+            chain.append(
+                recorded.flatMap { hashes(of: $0, configuration: configuration) == storedHashes ? $0 : nil }
+                    ?? history[start])
+            for index in history.indices where index > start {
+                if historyHashes[index] == targetHashes { break }
+                guard historyHashes[index] != nil else {
+                    plan.globalRefusals.append(
+                        MigrationRefusal(
+                            .configurationMissing,
+                            "model version \(history[index].version ?? "?") has no configuration '\(configuration ?? ObjectModel.defaultConfiguration)'"
+                        ))
+                    return plan
+                }
+                chain.append(history[index])
+            }
+        } else if let recorded, hashes(of: recorded, configuration: configuration) == storedHashes {
+            chain.append(recorded)
+        } else {
+            plan.globalRefusals.append(
+                MigrationRefusal(
+                    .unknownStoreModel,
+                    "the store (model version \(storedVersion ?? "?")) does not record the model it was written with and no version in the model history matches its hashes; give the model versions in between (an .xcdatamodeld or --history files)"
+                ))
+            return plan
+        }
+        chain.append(model)
+        for index in 1..<chain.count
+        where hashes(of: chain[index - 1], configuration: configuration)
+            != hashes(
+                of: chain[index], configuration: configuration)
+        {
+            plan.steps.append(step(from: chain[index - 1], to: chain[index], configuration: configuration))
+        }
+        return plan
+    }
+
+    /// Matches `new` names to `old` names: by `renamedFrom`, then by name, then by renaming identifier.
+    /// - Returns: new name → old name for the matched ones.
+    private static func match(
+        new: [(name: String, renamedFrom: String?)], old: [(name: String, renamedFrom: String?)]
+    ) -> [String: String] {
+        var result: [String: String] = [:]
+        var claimed: Set<String> = []
+        let oldNames = Set(old.map(\.name))
+        for item in new {
+            if let previous = item.renamedFrom, oldNames.contains(previous), !claimed.contains(previous) {
+                result[item.name] = previous
+                claimed.insert(previous)
+            }
+        }
+        for item in new where result[item.name] == nil && oldNames.contains(item.name) && !claimed.contains(item.name) {
+            result[item.name] = item.name
+            claimed.insert(item.name)
+        }
+        for item in new where result[item.name] == nil {
+            let identifier = item.renamedFrom ?? item.name
+            if let found = old.first(where: { !claimed.contains($0.name) && ($0.renamedFrom ?? $0.name) == identifier })
+            {
+                result[item.name] = found.name
+                claimed.insert(found.name)
+            }
+        }
+        return result
+    }
+
+    /// Collects changes and refusals without repeating one (an inherited property is seen from
+    /// every subentity).
+    private struct Collector {
+        var changes: [MigrationChange] = []
+        var refusals: [MigrationRefusal] = []
+        private var seen: Set<String> = []
+
+        mutating func change(_ change: MigrationChange) {
+            if seen.insert("c:\(change.kind.rawValue):\(change)").inserted { changes.append(change) }
+        }
+
+        mutating func refuse(_ refusal: MigrationRefusal) {
+            if seen.insert("r:\(refusal.kind.rawValue):\(refusal)").inserted { refusals.append(refusal) }
+        }
+    }
+
+    /// Whether `old` values can be kept as they are under type `new`.
+    private static func widens(_ old: AttributeType, to new: AttributeType) -> Bool {
+        switch (old, new) {
+        case (.integer16, .integer32), (.integer16, .integer64), (.integer32, .integer64), (.float, .double): true
+        default: false
+        }
+    }
+
+    /// Plans one step between consecutive model versions.
+    static func step(from old: ObjectModel, to new: ObjectModel, configuration: String?) -> MigrationStep {
+        var collector = Collector()
+        var mapping = MigrationMapping()
+        let configurationName = configuration ?? ObjectModel.defaultConfiguration
+        let oldEntities = old.entityNames(inConfiguration: configuration) ?? []
+        let newEntities = new.entityNames(inConfiguration: configuration) ?? []
+        if old.entityNames(inConfiguration: configuration) == nil {
+            collector.refuse(
+                MigrationRefusal(
+                    .configurationMissing,
+                    "model version \(old.version ?? "?") has no configuration '\(configurationName)'"))
+        }
+        if new.entityNames(inConfiguration: configuration) == nil {
+            collector.refuse(
+                MigrationRefusal(
+                    .configurationMissing,
+                    "model version \(new.version ?? "?") has no configuration '\(configurationName)'"))
+        }
+        mapping.entities = match(
+            new: newEntities.map { ($0, new.entity(named: $0)?.renamedFrom) },
+            old: oldEntities.map { ($0, old.entity(named: $0)?.renamedFrom) })
+        let matchedOld = Set(mapping.entities.values)
+        for name in oldEntities where !matchedOld.contains(name) {
+            mapping.removesObjects = true
+            collector.change(
+                MigrationChange(
+                    .removeEntity, entity: name,
+                    new.entity(named: name) == nil
+                        ? "the entity is removed; its objects are deleted"
+                        : "the entity leaves configuration '\(configurationName)'; its objects in this store are deleted"
+                ))
+        }
+        for name in newEntities {
+            let entity = new.entity(named: name)!
+            guard let oldName = mapping.entities[name] else {
+                if let previous = entity.renamedFrom, old.entity(named: previous) == nil, old.entity(named: name) == nil
+                {
+                    collector.refuse(
+                        MigrationRefusal(
+                            .unresolvedRename, entity: name,
+                            "is renamed from '\(previous)', which the store's model (version \(old.version ?? "?")) does not have; migrate through the versions in between (give the model history)"
+                        ))
+                } else {
+                    collector.change(MigrationChange(.addEntity, entity: name, "a new entity, with no objects yet"))
+                }
+                continue
+            }
+            let oldEntity = old.entity(named: oldName)!
+            if oldName != name {
+                collector.change(
+                    MigrationChange(.renameEntity, entity: name, "renamed from '\(oldName)'; its objects are kept"))
+            }
+            let parentMatches: Bool
+            switch (entity.parent, oldEntity.parent) {
+            case (nil, nil): parentMatches = true
+            case (let newParent?, let oldParent?): parentMatches = mapping.entities[newParent] == oldParent
+            default: parentMatches = false
+            }
+            if !parentMatches {
+                collector.refuse(
+                    MigrationRefusal(
+                        .parentChange, entity: name,
+                        "its parent entity changes from \(oldEntity.parent.map { "'\($0)'" } ?? "none") to \(entity.parent.map { "'\($0)'" } ?? "none"); objects cannot move between tables"
+                    ))
+            }
+            if oldEntity.isAbstract && !entity.isAbstract {
+                collector.change(MigrationChange(.makeConcrete, entity: name, "is no longer abstract"))
+            } else if !oldEntity.isAbstract && entity.isAbstract {
+                collector.refuse(
+                    MigrationRefusal(
+                        .madeAbstract, entity: name, "becomes abstract; its existing objects would have no entity"))
+            }
+            planAttributes(
+                name, oldName, old: old, new: new, mapping: &mapping, collector: &collector)
+            planRelationships(
+                name, oldName, old: old, new: new, mapping: &mapping, collector: &collector)
+            planIndexes(entity, oldEntity, mapping: mapping, collector: &collector)
+        }
+        return MigrationStep(
+            fromVersion: old.version, toVersion: new.version, changes: collector.changes, refusals: collector.refusals,
+            old: old, new: new, oldEntities: oldEntities, newEntities: newEntities, mapping: mapping)
+    }
+
+    private static func planAttributes(
+        _ name: String, _ oldName: String, old: ObjectModel, new: ObjectModel, mapping: inout MigrationMapping,
+        collector: inout Collector
+    ) {
+        let newAttributes = new.attributes(of: name)
+        let oldAttributes = old.attributes(of: oldName)
+        let matched = match(
+            new: newAttributes.map { ($0.name, $0.renamedFrom) }, old: oldAttributes.map { ($0.name, $0.renamedFrom) })
+        var sources: [String: MigrationMapping.Source] = [:]
+        // Report each property once, at the entity that declares it.
+        let owner = { (attribute: String) in new.declaringEntity(of: attribute, in: name) ?? name }
+        for attribute in newAttributes {
+            let place = owner(attribute.name)
+            guard let previousName = matched[attribute.name], let previous = old.attribute(previousName, of: oldName)
+            else {
+                if let previous = attribute.renamedFrom, old.attribute(previous, of: oldName) == nil,
+                    old.attribute(attribute.name, of: oldName) == nil,
+                    !oldAttributes.contains(where: { ($0.renamedFrom ?? $0.name) == previous })
+                {
+                    collector.refuse(
+                        MigrationRefusal(
+                            .unresolvedRename, entity: place, property: attribute.name,
+                            "is renamed from '\(previous)', which '\(oldName)' does not have in the store's model (version \(old.version ?? "?")); migrate through the versions in between (give the model history)"
+                        ))
+                } else if !attribute.isOptional && (attribute.defaultValue ?? .null).isNull {
+                    collector.refuse(
+                        MigrationRefusal(
+                            .requiredWithoutDefault, entity: place, property: attribute.name,
+                            "is added as required with no default value for the existing objects"))
+                } else {
+                    let value = attribute.defaultValue ?? .null
+                    sources[attribute.name] = value.isNull ? .null : .value(value)
+                    collector.change(
+                        MigrationChange(
+                            .addAttribute, entity: place, property: attribute.name,
+                            value.isNull
+                                ? "a new \(attribute.type.rawValue) attribute, empty for existing objects"
+                                : "a new \(attribute.type.rawValue) attribute; existing objects take the default \(value.json.jsonText)"
+                        ))
+                }
+                continue
+            }
+            var source = MigrationMapping.Source.old(previousName)
+            if previousName != attribute.name {
+                collector.change(
+                    MigrationChange(
+                        .renameAttribute, entity: place, property: attribute.name,
+                        "renamed from '\(previousName)'; values are kept"))
+            }
+            if previous.type != attribute.type {
+                if widens(previous.type, to: attribute.type) {
+                    collector.change(
+                        MigrationChange(
+                            .widenType, entity: place, property: attribute.name,
+                            "type widens from \(previous.type.rawValue) to \(attribute.type.rawValue); values are kept")
+                    )
+                } else {
+                    collector.refuse(
+                        MigrationRefusal(
+                            .typeChange, entity: place, property: attribute.name,
+                            "type changes from \(previous.type.rawValue) to \(attribute.type.rawValue); a lightweight migration has no mapping for it"
+                        ))
+                }
+            }
+            if previous.isOptional && !attribute.isOptional {
+                if let value = attribute.defaultValue, !value.isNull {
+                    source = .coalesce(previousName, value)
+                    collector.change(
+                        MigrationChange(
+                            .makeRequired, entity: place, property: attribute.name,
+                            "becomes required; objects without a value take the default \(value.json.jsonText)"))
+                } else {
+                    collector.refuse(
+                        MigrationRefusal(
+                            .requiredWithoutDefault, entity: place, property: attribute.name,
+                            "becomes required with no default value for the objects that have none"))
+                }
+            } else if !previous.isOptional && attribute.isOptional {
+                collector.change(
+                    MigrationChange(.makeOptional, entity: place, property: attribute.name, "becomes optional"))
+            }
+            sources[attribute.name] = source
+        }
+        let kept = Set(matched.values)
+        for attribute in oldAttributes where !kept.contains(attribute.name) {
+            let place =
+                mapping.entities.first(where: {
+                    $0.value == (old.declaringEntity(of: attribute.name, in: oldName) ?? oldName)
+                })?.key ?? name
+            collector.change(
+                MigrationChange(
+                    .removeAttribute, entity: place, property: attribute.name, "removed; its values are dropped"))
+        }
+        mapping.attributes[name] = sources
+    }
+
+    /// The kind of storage, ignoring table names and sides.
+    private static func storageKind(_ storage: RelationshipStorage?) -> String {
+        switch storage {
+        case .foreignKey: "foreignKey"
+        case .inverseForeignKey: "inverseForeignKey"
+        case .joinTable: "joinTable"
+        case nil: "none"
+        }
+    }
+
+    private static func planRelationships(
+        _ name: String, _ oldName: String, old: ObjectModel, new: ObjectModel, mapping: inout MigrationMapping,
+        collector: inout Collector
+    ) {
+        let newRelationships = new.relationships(of: name)
+        let oldRelationships = old.relationships(of: oldName)
+        let matched = match(
+            new: newRelationships.map { ($0.name, $0.renamedFrom) },
+            old: oldRelationships.map { ($0.name, $0.renamedFrom) })
+        var sources: [String: String?] = [:]
+        let owner = { (relationship: String) in new.declaringEntity(of: relationship, in: name) ?? name }
+        for relationship in newRelationships {
+            let place = owner(relationship.name)
+            guard let previousName = matched[relationship.name],
+                let previous = old.relationship(previousName, of: oldName)
+            else {
+                if let previous = relationship.renamedFrom, old.relationship(previous, of: oldName) == nil,
+                    old.relationship(relationship.name, of: oldName) == nil,
+                    !oldRelationships.contains(where: { ($0.renamedFrom ?? $0.name) == previous })
+                {
+                    collector.refuse(
+                        MigrationRefusal(
+                            .unresolvedRename, entity: place, property: relationship.name,
+                            "is renamed from '\(previous)', which '\(oldName)' does not have in the store's model (version \(old.version ?? "?")); migrate through the versions in between (give the model history)"
+                        ))
+                } else if !relationship.isToMany && !relationship.isOptional {
+                    collector.refuse(
+                        MigrationRefusal(
+                            .requiredRelationship, entity: place, property: relationship.name,
+                            "is added as a required to-one relationship; existing objects have no object to point to"
+                        ))
+                } else {
+                    sources[relationship.name] = .some(nil)
+                    collector.change(
+                        MigrationChange(
+                            .addRelationship, entity: place, property: relationship.name,
+                            "a new \(relationship.isToMany ? "to-many" : "to-one") relationship to \(relationship.destination), empty for existing objects"
+                        ))
+                }
+                continue
+            }
+            sources[relationship.name] = .some(previousName)
+            if previousName != relationship.name {
+                collector.change(
+                    MigrationChange(
+                        .renameRelationship, entity: place, property: relationship.name,
+                        "renamed from '\(previousName)'; its contents are kept"))
+            }
+            let destinationMatches =
+                mapping.entities[relationship.destination] == previous.destination
+                || (mapping.entities[relationship.destination] == nil
+                    && (relationship.destination == previous.destination
+                        || new.entity(named: relationship.destination)?.renamedFrom == previous.destination))
+            var problems: [String] = []
+            if !destinationMatches {
+                problems.append("its destination changes from \(previous.destination) to \(relationship.destination)")
+            }
+            if previous.isToMany != relationship.isToMany {
+                problems.append(
+                    relationship.isToMany ? "it changes from to-one to to-many" : "it changes from to-many to to-one")
+            }
+            if previous.isOrdered != relationship.isOrdered {
+                problems.append(relationship.isOrdered ? "it becomes ordered" : "it stops being ordered")
+            }
+            let oldStorage = old.storage(of: previousName, in: oldName)
+            let newStorage = new.storage(of: relationship.name, in: name)
+            if problems.isEmpty && storageKind(oldStorage) != storageKind(newStorage) {
+                problems.append("its inverse changes how it is stored (to-one or to-many on the other side)")
+            }
+            if problems.isEmpty, case .joinTable(let oldTable, let wasSource) = oldStorage,
+                case .joinTable(let newTable, let isSource) = newStorage, wasSource != isSource, oldTable.isOrdered,
+                newTable.isOrdered
+            {
+                problems.append(
+                    "renaming it changes which side of the ordered many-to-many relationship keeps its order")
+            }
+            if !problems.isEmpty {
+                collector.refuse(
+                    MigrationRefusal(
+                        .relationshipShape, entity: place, property: relationship.name,
+                        problems.joined(separator: "; ") + "; a lightweight migration cannot map its contents"))
+            }
+            if !relationship.isToMany {
+                if previous.isOptional && !relationship.isOptional {
+                    collector.refuse(
+                        MigrationRefusal(
+                            .requiredRelationship, entity: place, property: relationship.name,
+                            "becomes a required to-one relationship; objects without one have nothing to point to"))
+                } else if !previous.isOptional && relationship.isOptional {
+                    collector.change(
+                        MigrationChange(
+                            .makeRelationshipOptional, entity: place, property: relationship.name, "becomes optional"))
+                }
+            }
+        }
+        let kept = Set(matched.values)
+        for relationship in oldRelationships where !kept.contains(relationship.name) {
+            let declaring = old.declaringEntity(of: relationship.name, in: oldName) ?? oldName
+            let place = mapping.entities.first(where: { $0.value == declaring })?.key ?? name
+            collector.change(
+                MigrationChange(
+                    .removeRelationship, entity: place, property: relationship.name,
+                    "removed; its contents are dropped"))
+        }
+        mapping.relationships[name] = sources
+    }
+
+    private static func planIndexes(
+        _ entity: EntityDescription, _ oldEntity: EntityDescription, mapping: MigrationMapping,
+        collector: inout Collector
+    ) {
+        // Old property names as the new model calls them.
+        var renamed: [String: String] = [:]
+        for (newName, source) in mapping.attributes[entity.name] ?? [:] {
+            switch source {
+            case .old(let oldName), .coalesce(let oldName, _): renamed[oldName] = newName
+            default: break
+            }
+        }
+        for (newName, oldName) in mapping.relationships[entity.name] ?? [:] {
+            if let oldName = oldName { renamed[oldName] = newName }
+        }
+        let translate = { (properties: [String]) in properties.map { renamed[$0] ?? "\u{0}removed:\($0)" } }
+        let oldGroups = Set(oldEntity.uniqueness.map { translate($0).sorted() })
+        let newGroups = Set(entity.uniqueness.map { $0.sorted() })
+        for group in entity.uniqueness where !oldGroups.contains(group.sorted()) {
+            collector.change(
+                MigrationChange(
+                    .addUniqueness, entity: entity.name, property: group.joined(separator: ","),
+                    "a new uniqueness constraint on (\(group.joined(separator: ", "))); the migration fails if existing objects break it"
+                ))
+        }
+        for group in oldEntity.uniqueness where !newGroups.contains(translate(group).sorted()) {
+            collector.change(
+                MigrationChange(
+                    .removeUniqueness, entity: entity.name, property: group.joined(separator: ","),
+                    "the uniqueness constraint on (\(group.joined(separator: ", "))) is removed"))
+        }
+        let oldIndexes = Set(oldEntity.indexes.map { "\($0.name)=\(translate($0.properties).joined(separator: ","))" })
+        let newIndexes = Set(entity.indexes.map { "\($0.name)=\($0.properties.joined(separator: ","))" })
+        for index in entity.indexes
+        where !oldIndexes.contains("\(index.name)=\(index.properties.joined(separator: ","))") {
+            collector.change(
+                MigrationChange(
+                    .addIndex, entity: entity.name, property: index.name,
+                    "a new index on (\(index.properties.joined(separator: ", ")))"))
+        }
+        for index in oldEntity.indexes
+        where !newIndexes.contains("\(index.name)=\(translate(index.properties).joined(separator: ","))") {
+            collector.change(
+                MigrationChange(
+                    .removeIndex, entity: entity.name, property: index.name,
+                    "the index on (\(index.properties.joined(separator: ", "))) is removed"))
+        }
+    }
+}

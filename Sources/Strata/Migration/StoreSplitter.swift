@@ -1,0 +1,772 @@
+import CSQLite
+import Foundation
+
+/// How a split runs.
+public struct SplitOptions: Sendable, Hashable {
+    /// Configurations whose store is created empty instead of filled (logs and caches that are
+    /// rebuilt); each still needs a target path.
+    public var skip: Set<String>
+    /// Rows copied per transaction; a rerun after a crash continues after the last committed chunk.
+    public var chunkSize: Int
+    /// The targets' SQLite `synchronous` setting while they are written.
+    public var durability: StoreOptions.Durability
+
+    /// Creates options.
+    public init(skip: Set<String> = [], chunkSize: Int = 10_000, durability: StoreOptions.Durability = .full) {
+        self.skip = skip
+        self.chunkSize = chunkSize
+        self.durability = durability
+    }
+}
+
+/// Where a split is, for progress bars and logs.
+public struct SplitProgress: Sendable, Hashable {
+    /// What the split is doing.
+    public enum Phase: String, Sendable, Hashable {
+        /// Copying rows of `table` into the store of `configuration`.
+        case copying
+        /// Comparing row counts and checksums of `configuration`'s store with the source.
+        case verifying
+        /// Done.
+        case finished
+    }
+
+    /// What the split is doing.
+    public var phase: Phase
+    /// The configuration being written.
+    public var configuration: String
+    /// The table being copied, if any.
+    public var table: String?
+    /// Rows in the targets so far (all targets).
+    public var copiedRows: Int
+    /// Rows the targets will hold (all targets).
+    public var totalRows: Int
+
+    /// `copiedRows / totalRows`, 1 when there is nothing to copy.
+    public var fraction: Double { totalRows == 0 ? 1 : Double(copiedRows) / Double(totalRows) }
+}
+
+/// The verification of one entity (or join table) of a split: its rows in the target, and a
+/// checksum of those rows in primary-key order, equal to the source's.
+public struct SplitCheck: Sendable, Hashable, CustomStringConvertible {
+    /// The entity, or the join table's name.
+    public var name: String
+    /// The rows copied.
+    public var rows: Int
+    /// The checksum of the rows, in lowercase hex: each row gets a 64-bit digest of every column's
+    /// storage class and value; the digests are chained in key order and the chain is fed to
+    /// SHA-256 every 16 rows. It changes with any value, any row added or lost, and the order.
+    public var checksum: String
+
+    /// The check as one line.
+    public var description: String { "\(name): \(rows) rows, checksum \(checksum)" }
+}
+
+/// One store a split wrote.
+public struct SplitTargetReport: Sendable, Hashable {
+    /// The configuration it holds.
+    public var configuration: String
+    /// Its file.
+    public var url: URL
+    /// Its new UUID (primary keys are the source's).
+    public var storeIdentifier: String
+    /// Whether it was left empty (`skip`).
+    public var skipped: Bool
+    /// The verification of each entity and join table.
+    public var checks: [SplitCheck]
+}
+
+/// What a split did.
+public struct SplitReport: Sendable {
+    /// How the split ended.
+    public enum Outcome: String, Sendable, Hashable {
+        /// Split from the start in this run.
+        case split
+        /// An interrupted split finished in this run.
+        case resumed
+        /// Every target was already complete; nothing was done.
+        case alreadySplit
+    }
+
+    /// How the split ended.
+    public var outcome: Outcome
+    /// The source store's UUID.
+    public var sourceIdentifier: String
+    /// One report per configuration, in model order.
+    public var targets: [SplitTargetReport]
+    /// Rows copied in this run.
+    public var rowsCopied: Int
+    /// Wall-clock time of this run.
+    public var seconds: Double
+}
+
+/// The two halves of a verification, run on two threads.
+private final class VerificationJob: @unchecked Sendable {
+    // Safe to share: each side uses only its own SQLite connection (captured by its closure) and
+    // writes only its own result; the caller reads the results after both sides have finished.
+    private let source: () throws(SQLiteError) -> [SplitCheck]
+    private let target: () throws(SQLiteError) -> [SplitCheck]
+    var sourceResult: Result<[SplitCheck], SQLiteError>?
+    var targetResult: Result<[SplitCheck], SQLiteError>?
+
+    init(
+        source: @escaping () throws(SQLiteError) -> [SplitCheck],
+        target: @escaping () throws(SQLiteError) -> [SplitCheck]
+    ) {
+        self.source = source
+        self.target = target
+    }
+
+    func run(_ side: Int) {
+        do throws(SQLiteError) {
+            if side == 0 { sourceResult = .success(try source()) } else { targetResult = .success(try target()) }
+        } catch {
+            if side == 0 { sourceResult = .failure(error) } else { targetResult = .failure(error) }
+        }
+    }
+}
+
+/// Moves a single-file store (every entity in one file) into one store per configuration.
+///
+/// The source is opened read-only (as immutable when it has no write-ahead log to read), so its
+/// bytes stay as they are. Each target is created with a new UUID and the source's tables for its
+/// configuration, then filled table by table in primary-key order, one transaction per chunk; the
+/// last key copied of every table is recorded in the target's metadata in the same transaction,
+/// so a run killed at any point continues where it stopped without duplicating or losing rows.
+/// Primary keys, versions, entity names, foreign keys and join tables are copied as they are, so
+/// relationships survive (the model forbids relationships between configurations). At the end the
+/// indexes are built and every entity's row count and checksum (``SplitCheck/checksum``) are
+/// compared with the source's before the target is marked complete; until then ``SQLiteStore``
+/// refuses to open it.
+public enum StoreSplitter {
+    private static let progressKey = "splitProgress"
+    private static let verificationKey = "splitVerification"
+
+    private static func quote(_ name: String) -> String { SQLiteSchema.quote(name) }
+
+    private static func canonical(_ url: URL) -> String { StoreCoordinator.canonical(url) }
+
+    /// One target store and what is known about it before the split starts.
+    private final class Target {
+        let configuration: String
+        let url: URL
+        let schema: SQLiteSchema
+        let skipped: Bool
+        var db: SQLiteConnection?
+        var values: [String: String]?
+
+        init(configuration: String, url: URL, schema: SQLiteSchema, skipped: Bool) {
+            self.configuration = configuration
+            self.url = url
+            self.schema = schema
+            self.skipped = skipped
+        }
+
+        var isComplete: Bool { values?[SQLiteStore.splitStateKey] == SQLiteStore.splitStateComplete }
+    }
+
+    /// Splits the store at `source` into one store per configuration of `model`.
+    /// - Parameters:
+    ///   - model: the model the source was written with; it must declare configurations.
+    ///   - source: the single-file store; it is only read.
+    ///   - targets: the file of every configuration of the model.
+    ///   - options: configurations to skip, chunk size, durability.
+    ///   - progress: called after every chunk and phase, on the calling thread.
+    /// - Throws: ``StoreError``: `.invalidRequest` for missing or unknown configurations, an entity
+    ///   that would end up in several stores or in none, or a source that already holds one
+    ///   configuration; `.duplicateStore` for a target that is the source or already holds another
+    ///   store; `.incompatibleModel` for a source written with another model; `.io`, including a
+    ///   failed verification.
+    public static func split(
+        model: ObjectModel, source: URL, targets: [String: URL], options: SplitOptions = SplitOptions(),
+        progress: ((SplitProgress) -> Void)? = nil
+    ) throws(StoreError) -> SplitReport {
+        let started = Date()
+        let configurations = model.configurations.map(\.name)
+        guard !configurations.isEmpty else {
+            throw StoreError(
+                .invalidRequest, "the model declares no configurations; there is nothing to split into",
+                storeURL: source)
+        }
+        let unknown = targets.keys.filter { !configurations.contains($0) }.sorted()
+        guard unknown.isEmpty else {
+            throw StoreError(
+                .unknownConfiguration,
+                "the model has no configuration \(unknown.map { "'\($0)'" }.joined(separator: ", ")) (it has: \(configurations.joined(separator: ", ")))"
+            )
+        }
+        let missing = configurations.filter { targets[$0] == nil }
+        guard missing.isEmpty else {
+            throw StoreError(
+                .invalidRequest,
+                "every configuration needs a target store; missing: \(missing.joined(separator: ", ")) (skip one with --skip, which still needs its path)"
+            )
+        }
+        let unknownSkips = options.skip.filter { targets[$0] == nil }.sorted()
+        guard unknownSkips.isEmpty else {
+            throw StoreError(.invalidRequest, "cannot skip \(unknownSkips.joined(separator: ", ")): no such target")
+        }
+        guard options.chunkSize > 0 else { throw StoreError(.invalidRequest, "the chunk size must be positive") }
+        var seen: [String: String] = [canonical(source): "the source"]
+        for configuration in configurations {
+            let path = canonical(targets[configuration]!)
+            if let other = seen[path] {
+                throw StoreError(
+                    .duplicateStore,
+                    "\(targets[configuration]!.path) is both \(other) and the target of '\(configuration)'; every store needs its own file",
+                    storeURL: targets[configuration])
+            }
+            seen[path] = "the target of '\(configuration)'"
+        }
+
+        // The source: a Default store of this model.
+        let sourceFile = try ReadOnlySQLiteFile(url: source)
+        guard let sourceValues = sourceFile.metadataValues() else {
+            throw StoreError(.incompatibleModel, "the source is not a Strata store", storeURL: source)
+        }
+        let sourceMetadata = try SQLiteStore.metadata(from: sourceValues, url: source)
+        if let configuration = sourceMetadata.configuration {
+            throw StoreError(
+                .invalidRequest,
+                "the store is already split: it holds only configuration '\(configuration)'; there is nothing to split",
+                storeURL: source)
+        }
+        let modelHashes = model.entityVersionHashes
+        guard sourceMetadata.entityHashes == modelHashes else {
+            throw StoreError(
+                .incompatibleModel,
+                SQLiteStore.describeDifferences(stored: sourceMetadata.entityHashes, model: modelHashes)
+                    + "; split it with the model it was written with (or migrate a copy of it first)",
+                storeURL: source)
+        }
+        let sourceSchema = SQLiteSchema(model: model, entities: model.entityNames)
+
+        // Every entity with objects goes to exactly one store.
+        for entity in model.entityNames {
+            let holders = model.configurations(containing: entity)
+            let written = holders.filter { !options.skip.contains($0) }
+            if written.count > 1 {
+                throw StoreError(
+                    .invalidRequest,
+                    "entity '\(entity)' belongs to configurations \(written.joined(separator: ", ")); a split cannot tell which store its objects go to (skip all but one)",
+                    entity: entity)
+            }
+            if holders.isEmpty, let table = sourceSchema.table(for: entity) {
+                let rows = sqliteCount(
+                    sourceFile, "SELECT count(*) FROM \(quote(table.name)) WHERE \"_entity\" = ?", [.text(entity)])
+                if rows > 0 {
+                    throw StoreError(
+                        .invalidRequest,
+                        "entity '\(entity)' belongs to no configuration; its \(rows) objects would be lost",
+                        entity: entity)
+                }
+            }
+        }
+
+        // Look at every target before writing anything.
+        var states: [Target] = []
+        for configuration in configurations {
+            let url = targets[configuration]!
+            let entities = model.entityNames(inConfiguration: configuration)!
+            let target = Target(
+                configuration: configuration, url: url, schema: SQLiteSchema(model: model, entities: entities),
+                skipped: options.skip.contains(configuration))
+            try inspectTarget(target, sourceIdentifier: sourceMetadata.identifier, model: model, source: source)
+            states.append(target)
+        }
+        if states.allSatisfy(\.isComplete) {
+            return SplitReport(
+                outcome: .alreadySplit, sourceIdentifier: sourceMetadata.identifier,
+                targets: states.map { report(for: $0) }, rowsCopied: 0, seconds: Date().timeIntervalSince(started))
+        }
+        let resumed = states.contains { $0.values != nil && !$0.isComplete }
+
+        // Create the new targets.
+        for target in states where target.values == nil {
+            try create(
+                target, sourceIdentifier: sourceMetadata.identifier, source: source, model: model, options: options)
+        }
+
+        // Count what there is to copy, and what is there already.
+        var total = 0
+        var copied = 0
+        for target in states where !target.skipped {
+            for table in target.schema.tables.values {
+                let (filter, arguments) = entityFilter(table, sourceSchema: sourceSchema)
+                total += sqliteCount(sourceFile, "SELECT count(*) FROM \(quote(table.name))\(filter)", arguments)
+            }
+            for join in target.schema.joinTables {
+                total += sqliteCount(sourceFile, "SELECT count(*) FROM \(quote(join.name))", [])
+            }
+            if target.isComplete {
+                copied += target.schema.tables.keys.reduce(0) { $0 + targetCount(target, $1) }
+                copied += target.schema.joinTables.reduce(0) { $0 + targetCount(target, $1.name) }
+            }
+        }
+        var rowsCopied = 0
+        for target in states where !target.isComplete {
+            try open(target, options: options)
+            var last = progressRecord(target)
+            copied += target.schema.tables.keys.reduce(0) { $0 + targetCount(target, $1) }
+            copied += target.schema.joinTables.reduce(0) { $0 + targetCount(target, $1.name) }
+            progress?(
+                SplitProgress(
+                    phase: .copying, configuration: target.configuration, table: nil, copiedRows: copied,
+                    totalRows: total))
+            for table in target.schema.tables.values.sorted(by: { $0.name < $1.name }) {
+                while true {
+                    let count = try copyChunk(
+                        table, target: target, source: sourceFile, sourceSchema: sourceSchema, last: &last,
+                        chunkSize: options.chunkSize)
+                    copied += count
+                    rowsCopied += count
+                    if count > 0 {
+                        progress?(
+                            SplitProgress(
+                                phase: .copying, configuration: target.configuration, table: table.name,
+                                copiedRows: copied, totalRows: total))
+                    }
+                    if count < options.chunkSize { break }
+                }
+            }
+            for join in target.schema.joinTables {
+                while true {
+                    let count = try copyJoinChunk(
+                        join, target: target, source: sourceFile, last: &last, chunkSize: options.chunkSize)
+                    copied += count
+                    rowsCopied += count
+                    if count > 0 {
+                        progress?(
+                            SplitProgress(
+                                phase: .copying, configuration: target.configuration, table: join.name,
+                                copiedRows: copied, totalRows: total))
+                    }
+                    if count < options.chunkSize { break }
+                }
+            }
+            progress?(
+                SplitProgress(
+                    phase: .verifying, configuration: target.configuration, table: nil, copiedRows: copied,
+                    totalRows: total))
+            try finish(target, source: sourceFile, sourceSchema: sourceSchema)
+        }
+        progress?(
+            SplitProgress(
+                phase: .finished, configuration: states.last!.configuration, table: nil, copiedRows: copied,
+                totalRows: total))
+        return SplitReport(
+            outcome: resumed ? .resumed : .split, sourceIdentifier: sourceMetadata.identifier,
+            targets: states.map { report(for: $0) }, rowsCopied: rowsCopied, seconds: Date().timeIntervalSince(started))
+    }
+
+    /// Reads an existing target's metadata; refuses a file that is another store.
+    private static func inspectTarget(
+        _ target: Target, sourceIdentifier: String, model: ObjectModel, source: URL
+    ) throws(StoreError) {
+        let url = target.url
+        func size(_ path: String) -> Int {
+            (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        }
+        // After a crash the first commit may still be only in the write-ahead log.
+        guard size(url.path) > 0 || size(url.path + "-wal") > 0 else { return }
+        let file = try ReadOnlySQLiteFile(url: url)
+        guard let values = file.metadataValues() else {
+            if sqliteCount(file, "SELECT count(*) FROM sqlite_master", []) > 0 {
+                throw StoreError(
+                    .duplicateStore,
+                    "\(url.path) already holds an SQLite database that is not a Strata store; remove it or choose another path",
+                    storeURL: url)
+            }
+            return
+        }
+        guard values[SQLiteStore.splitSourceKey] == sourceIdentifier,
+            values["configuration"] == target.configuration
+        else {
+            let what =
+                values[SQLiteStore.splitSourceKey] == sourceIdentifier
+                ? "the split's store of configuration '\(values["configuration"] ?? ObjectModel.defaultConfiguration)'"
+                : "another store (configuration '\(values["configuration"] ?? ObjectModel.defaultConfiguration)', UUID \(values["uuid"] ?? "?"))"
+            throw StoreError(
+                .duplicateStore,
+                "\(url.path) already holds \(what), not a split of \(source.path) for '\(target.configuration)'; remove it or choose another path",
+                storeURL: url)
+        }
+        let hashes = MigrationPlanner.hashes(of: model, configuration: target.configuration) ?? [:]
+        let stored = try SQLiteStore.metadata(from: values, url: url).entityHashes
+        guard stored == hashes else {
+            throw StoreError(
+                .incompatibleModel,
+                "\(url.path) is a split of \(source.path) made with another model: "
+                    + SQLiteStore.describeDifferences(stored: stored, model: hashes),
+                storeURL: url)
+        }
+        target.values = values
+    }
+
+    /// Opens a target's connection for writing.
+    private static func open(_ target: Target, options: SplitOptions) throws(StoreError) {
+        guard target.db == nil else { return }
+        do {
+            try FileManager.default.createDirectory(
+                at: target.url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        } catch {
+            throw StoreError(
+                .io, "cannot create the store's folder", storeURL: target.url, underlying: error as NSError)
+        }
+        do {
+            let db = try SQLiteConnection(path: target.url.path)
+            try db.execute("PRAGMA journal_mode=WAL")
+            try db.execute("PRAGMA synchronous=\(options.durability == .full ? "FULL" : "NORMAL")")
+            try db.execute("PRAGMA cache_size=-65536")
+            target.db = db
+        } catch {
+            throw StoreError(
+                .io, "cannot open the target store: \(error.message)", storeURL: target.url, underlying: error)
+        }
+    }
+
+    /// Creates a target: tables (and, for a skipped one, indexes) and metadata in one transaction.
+    private static func create(
+        _ target: Target, sourceIdentifier: String, source: URL, model: ObjectModel, options: SplitOptions
+    ) throws(StoreError) {
+        try open(target, options: options)
+        let metadata = StoreMetadata(
+            identifier: UUID().uuidString, configuration: target.configuration, modelVersion: model.version,
+            entityHashes: MigrationPlanner.hashes(of: model, configuration: target.configuration) ?? [:])
+        let statements = target.schema.createStatements
+        let state = target.skipped ? SQLiteStore.splitStateComplete : SQLiteStore.splitStateCopying
+        var extra: [(String, String)] = [
+            (SQLiteStore.splitSourceKey, sourceIdentifier), (SQLiteStore.splitStateKey, state),
+            ("splitSourcePath", source.path),
+        ]
+        extra.append(target.skipped ? ("splitSkipped", "true") : (progressKey, "{}"))
+        try SQLiteStore.createSchema(
+            target.db!, statements: target.skipped ? statements : statements.filter { $0.hasPrefix("CREATE TABLE ") },
+            metadata: metadata, model: model, extra: extra, url: target.url)
+        target.values = Dictionary(
+            SQLiteStore.metadataValues(metadata, model: model) + extra, uniquingKeysWith: { _, last in last })
+        if target.skipped { try? target.db!.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+
+    /// `WHERE "_entity" IN (…)` when the target's table holds fewer entities than the source's.
+    private static func entityFilter(_ table: SQLiteSchema.Table, sourceSchema: SQLiteSchema) -> (String, [SQLiteValue])
+    {
+        guard let sourceTable = sourceSchema.tables[table.name], Set(sourceTable.entities) != Set(table.entities)
+        else { return ("", []) }
+        return (
+            " WHERE \"_entity\" IN (\(table.entities.map { _ in "?" }.joined(separator: ", ")))",
+            table.entities.map { .text($0) }
+        )
+    }
+
+    private static func sqliteCount(_ file: ReadOnlySQLiteFile, _ sql: String, _ arguments: [SQLiteValue]) -> Int {
+        Int((try? file.query(sql, arguments) { $0.int64(0) })?.first ?? 0)
+    }
+
+    private static func targetCount(_ target: Target, _ table: String) -> Int {
+        if let db = target.db {
+            return Int((try? db.query("SELECT count(*) FROM \(quote(table))") { $0.int64(0) })?.first ?? 0)
+        }
+        guard let file = try? ReadOnlySQLiteFile(url: target.url) else { return 0 }
+        return sqliteCount(file, "SELECT count(*) FROM \(quote(table))", [])
+    }
+
+    /// The last key copied of each table, as recorded in the target.
+    private static func progressRecord(_ target: Target) -> [String: JSONValue] {
+        guard let text = target.values?[progressKey], case .object(let record)? = try? JSONValue.parse(text) else {
+            return [:]
+        }
+        return record
+    }
+
+    private static func fail(_ target: Target, _ error: SQLiteError) -> StoreError {
+        StoreError(
+            .io, "cannot write the \(target.configuration) store: \(error.message)", storeURL: target.url,
+            underlying: error)
+    }
+
+    /// Copies up to `chunkSize` rows of `table` after the last copied key, in one transaction.
+    /// - Returns: the rows copied.
+    private static func copyChunk(
+        _ table: SQLiteSchema.Table, target: Target, source: ReadOnlySQLiteFile, sourceSchema: SQLiteSchema,
+        last: inout [String: JSONValue], chunkSize: Int
+    ) throws(StoreError) -> Int {
+        let db = target.db!
+        let columns = ["\"_pk\"", "\"_entity\"", "\"_version\""] + table.columns.map { quote($0.name) }
+        var (filter, arguments) = entityFilter(table, sourceSchema: sourceSchema)
+        filter = filter.isEmpty ? " WHERE \"_pk\" > ?" : filter + " AND \"_pk\" > ?"
+        var after: Int64 = Int64.min
+        if case .integer(let key)? = last[table.name] { after = key }
+        arguments += [.integer(after), .integer(Int64(chunkSize))]
+        let list = columns.joined(separator: ", ")
+        var count = 0
+        do {
+            let select = try source.prepare(
+                "SELECT \(list) FROM \(quote(table.name))\(filter) ORDER BY \"_pk\" LIMIT ?")
+            try select.bind(arguments)
+            try db.execute("BEGIN IMMEDIATE")
+            let insert = try db.statement(
+                "INSERT INTO \(quote(table.name)) (\(list)) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+            )
+            let width = Int32(columns.count)
+            while try select.step() {
+                for column in 0..<width {
+                    sqlite3_bind_value(insert.handle, column + 1, sqlite3_column_value(select.handle, column))
+                }
+                _ = try insert.step()
+                sqlite3_reset(insert.handle)
+                after = select.int64(0)
+                count += 1
+            }
+            insert.reset()
+            if count > 0 {
+                last[table.name] = .integer(after)
+                try db.run(
+                    "UPDATE \(SQLiteStore.metadataTable) SET value = ? WHERE key = ?",
+                    [.text(JSONValue.object(last).jsonText), .text(progressKey)])
+            }
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw fail(target, error)
+        }
+        return count
+    }
+
+    /// Copies up to `chunkSize` pairs of a join table after the last copied pair, in one transaction.
+    private static func copyJoinChunk(
+        _ join: JoinTableDescription, target: Target, source: ReadOnlySQLiteFile, last: inout [String: JSONValue],
+        chunkSize: Int
+    ) throws(StoreError) -> Int {
+        let db = target.db!
+        var after: (Int64, Int64) = (Int64.min, Int64.min)
+        if case .array(let pair)? = last[join.name], pair.count == 2, case .integer(let first) = pair[0],
+            case .integer(let second) = pair[1]
+        {
+            after = (first, second)
+        }
+        var count = 0
+        do {
+            let select = try source.prepare(
+                "SELECT \"source\", \"target\", \"position\" FROM \(quote(join.name)) WHERE (\"source\", \"target\") > (?, ?) ORDER BY \"source\", \"target\" LIMIT ?"
+            )
+            try select.bind([.integer(after.0), .integer(after.1), .integer(Int64(chunkSize))])
+            try db.execute("BEGIN IMMEDIATE")
+            let insert = try db.statement(
+                "INSERT INTO \(quote(join.name)) (\"source\", \"target\", \"position\") VALUES (?, ?, ?)")
+            while try select.step() {
+                for column in Int32(0)..<3 {
+                    sqlite3_bind_value(insert.handle, column + 1, sqlite3_column_value(select.handle, column))
+                }
+                _ = try insert.step()
+                sqlite3_reset(insert.handle)
+                after = (select.int64(0), select.int64(1))
+                count += 1
+            }
+            insert.reset()
+            if count > 0 {
+                last[join.name] = .array([.integer(after.0), .integer(after.1)])
+                try db.run(
+                    "UPDATE \(SQLiteStore.metadataTable) SET value = ? WHERE key = ?",
+                    [.text(JSONValue.object(last).jsonText), .text(progressKey)])
+            }
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw fail(target, error)
+        }
+        return count
+    }
+
+    /// Row counts and checksums per group of a query's rows; `groupColumn` names the group of each
+    /// row (the entity), nil puts every row in `name`.
+    private static func digest(
+        _ handle: OpaquePointer, step: () throws(SQLiteError) -> Bool, groupColumn: Bool, name: String
+    ) throws(SQLiteError) -> [String: (rows: Int, hasher: SHA256)] {
+        // Per group (entity): its row count and its rows' digests, in order.
+        var digests: [String: [UInt64]] = [:]
+        var currentName = name
+        var current: [UInt64] = []
+        var currentBytes: [UInt8] = []
+        let width = sqlite3_column_count(handle)
+        while try step() {
+            if groupColumn, let text = sqlite3_column_text(handle, 0) {
+                let count = Int(sqlite3_column_bytes(handle, 0))
+                let same =
+                    count == currentBytes.count
+                    && currentBytes.withUnsafeBytes { memcmp($0.baseAddress!, text, count) == 0 }
+                if !same {
+                    if !current.isEmpty { digests[currentName, default: []] += current }
+                    currentBytes = Array(UnsafeBufferPointer(start: text, count: count))
+                    currentName = String(decoding: currentBytes, as: UTF8.self)
+                    current = digests.removeValue(forKey: currentName) ?? []
+                }
+            }
+            current.append(rowDigest(handle, columns: width))
+        }
+        if !current.isEmpty { digests[currentName, default: []] += current }
+        var groups: [String: (rows: Int, hasher: SHA256)] = [:]
+        for (group, rows) in digests {
+            // The row digests are chained, and the chain is fed to SHA-256 every 16 rows: the
+            // checksum depends on every row and on their order.
+            var hasher = SHA256()
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(rows.count / 2 + 8)
+            var chain: UInt64 = 0
+            for (index, digest) in rows.enumerated() {
+                chain = (chain ^ digest) &* 0x0000_0100_0000_01b3
+                chain ^= chain >> 29
+                if index % 16 == 15 || index == rows.count - 1 {
+                    for shift in stride(from: 56, through: 0, by: -8) {
+                        bytes.append(UInt8(truncatingIfNeeded: chain >> UInt64(shift)))
+                    }
+                }
+            }
+            hasher.update(bytes)
+            groups[group] = (rows.count, hasher)
+        }
+        return groups
+    }
+
+    /// The checks of every entity and join table of `target`, read from the source or the target.
+    private static func checks(
+        _ target: Target,
+        reader: (String, [SQLiteValue], Bool, String) throws(SQLiteError) -> [String: (rows: Int, hasher: SHA256)],
+        sourceSchema: SQLiteSchema
+    ) throws(SQLiteError) -> [SplitCheck] {
+        var result: [SplitCheck] = []
+        for table in target.schema.tables.values.sorted(by: { $0.name < $1.name }) {
+            let columns = ["\"_entity\"", "\"_pk\"", "\"_version\""] + table.columns.map { quote($0.name) }
+            let (filter, arguments) = entityFilter(table, sourceSchema: sourceSchema)
+            let groups = try reader(
+                "SELECT \(columns.joined(separator: ", ")) FROM \(quote(table.name))\(filter) ORDER BY \"_pk\"",
+                arguments, true, table.name)
+            for entity in table.entities {
+                var group = groups[entity] ?? (rows: 0, hasher: SHA256())
+                result.append(SplitCheck(name: entity, rows: group.rows, checksum: hex(group.hasher.finalize())))
+            }
+            for (entity, group) in groups where !table.entities.contains(entity) {
+                var hasher = group.hasher
+                result.append(SplitCheck(name: entity, rows: group.rows, checksum: hex(hasher.finalize())))
+            }
+        }
+        for join in target.schema.joinTables {
+            let groups = try reader(
+                "SELECT \"source\", \"target\", \"position\" FROM \(quote(join.name)) ORDER BY \"source\", \"target\"",
+                [], false, join.name)
+            var group = groups[join.name] ?? (rows: 0, hasher: SHA256())
+            result.append(SplitCheck(name: join.name, rows: group.rows, checksum: hex(group.hasher.finalize())))
+        }
+        return result
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0xf)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Builds the indexes, verifies the target against the source, and marks it complete, in one transaction.
+    private static func finish(
+        _ target: Target, source: ReadOnlySQLiteFile, sourceSchema: SQLiteSchema
+    ) throws(StoreError) {
+        let db = target.db!
+        func sqlite<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
+            do {
+                return try body()
+            } catch {
+                try? db.execute("ROLLBACK")
+                throw fail(target, error)
+            }
+        }
+        try sqlite { () throws(SQLiteError) in
+            try db.execute("BEGIN IMMEDIATE")
+            for statement in target.schema.createStatements where !statement.hasPrefix("CREATE TABLE ") {
+                try db.execute(statement)
+            }
+        }
+        // The source and the target are read at the same time, each on its own connection.
+        let job = VerificationJob(
+            source: { () throws(SQLiteError) in
+                try checks(
+                    target,
+                    reader: { (sql, arguments, grouped, name) throws(SQLiteError) in
+                        let statement = try source.prepare(sql)
+                        try statement.bind(arguments)
+                        return try digest(
+                            statement.handle, step: { () throws(SQLiteError) in try statement.step() },
+                            groupColumn: grouped, name: name)
+                    }, sourceSchema: sourceSchema)
+            },
+            target: { () throws(SQLiteError) in
+                try checks(
+                    target,
+                    reader: { (sql, arguments, grouped, name) throws(SQLiteError) in
+                        let statement = try db.statement(sql)
+                        try statement.bind(arguments)
+                        defer { statement.reset() }
+                        return try digest(
+                            statement.handle, step: { () throws(SQLiteError) in try statement.step() },
+                            groupColumn: grouped, name: name)
+                    }, sourceSchema: sourceSchema)
+            })
+        DispatchQueue.concurrentPerform(iterations: 2) { side in job.run(side) }
+        let expected = try sqlite { () throws(SQLiteError) in try job.sourceResult!.get() }
+        let found = try sqlite { () throws(SQLiteError) in try job.targetResult!.get() }
+        guard expected == found else {
+            let differences = zip(expected, found).filter { $0.0 != $0.1 }.map {
+                "\($0.0.name): source \($0.0.rows) rows checksum \($0.0.checksum), target \($0.1.rows) rows checksum \($0.1.checksum)"
+            }
+            try? db.execute("ROLLBACK")
+            throw StoreError(
+                .io,
+                "verification of the \(target.configuration) store failed (remove the targets and split again): "
+                    + differences.joined(separator: "; "),
+                storeURL: target.url)
+        }
+        let verification = JSONValue.object(
+            Dictionary(
+                found.map {
+                    ($0.name, JSONValue.object(["rows": .integer(Int64($0.rows)), "checksum": .string($0.checksum)]))
+                },
+                uniquingKeysWith: { first, _ in first }))
+        try sqlite { () throws(SQLiteError) in
+            let updates: [(String, String)] = [
+                (SQLiteStore.splitStateKey, SQLiteStore.splitStateComplete), (verificationKey, verification.jsonText),
+            ]
+            for (key, value) in updates {
+                try db.run(
+                    "INSERT OR REPLACE INTO \(SQLiteStore.metadataTable) (key, value) VALUES (?, ?)",
+                    [.text(key), .text(value)])
+            }
+            try db.run("DELETE FROM \(SQLiteStore.metadataTable) WHERE key = ?", [.text(progressKey)])
+            try db.execute("COMMIT")
+        }
+        try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        target.values?[SQLiteStore.splitStateKey] = SQLiteStore.splitStateComplete
+        target.values?[verificationKey] = verification.jsonText
+    }
+
+    /// The report of a target, from its recorded verification.
+    private static func report(for target: Target) -> SplitTargetReport {
+        var checks: [SplitCheck] = []
+        if let text = target.values?[verificationKey], case .object(let record)? = try? JSONValue.parse(text) {
+            let order =
+                target.schema.tables.values.sorted(by: { $0.name < $1.name }).flatMap(\.entities)
+                + target.schema.joinTables.map(\.name)
+            for name in order + record.keys.sorted().filter({ !order.contains($0) }) {
+                guard let entry = record[name]?.objectValue, case .integer(let rows)? = entry["rows"],
+                    let checksum = entry["checksum"]?.stringValue
+                else { continue }
+                checks.append(SplitCheck(name: name, rows: Int(rows), checksum: checksum))
+            }
+        }
+        return SplitTargetReport(
+            configuration: target.configuration, url: target.url, storeIdentifier: target.values?["uuid"] ?? "",
+            skipped: target.skipped || target.values?["splitSkipped"] == "true", checks: checks)
+    }
+}
