@@ -139,15 +139,15 @@ private final class VerificationJob: @unchecked Sendable {
 /// compared with the source's before the target is marked complete; until then ``SQLiteStore``
 /// refuses to open it.
 public enum StoreSplitter {
-    private static let progressKey = "splitProgress"
-    private static let verificationKey = "splitVerification"
+    static let progressKey = "splitProgress"
+    static let verificationKey = "splitVerification"
 
-    private static func quote(_ name: String) -> String { SQLiteSchema.quote(name) }
+    static func quote(_ name: String) -> String { SQLiteSchema.quote(name) }
 
-    private static func canonical(_ url: URL) -> String { StoreCoordinator.canonical(url) }
+    static func canonical(_ url: URL) -> String { StoreCoordinator.canonical(url) }
 
     /// One target store and what is known about it before the split starts.
-    private final class Target {
+    final class Target {
         let configuration: String
         let url: URL
         let schema: SQLiteSchema
@@ -360,7 +360,7 @@ public enum StoreSplitter {
     }
 
     /// Reads an existing target's metadata; refuses a file that is another store.
-    private static func inspectTarget(
+    static func inspectTarget(
         _ target: Target, sourceIdentifier: String, model: ObjectModel, source: URL
     ) throws(StoreError) {
         let url = target.url
@@ -404,7 +404,7 @@ public enum StoreSplitter {
     }
 
     /// Opens a target's connection for writing.
-    private static func open(_ target: Target, options: SplitOptions) throws(StoreError) {
+    static func open(_ target: Target, options: SplitOptions) throws(StoreError) {
         guard target.db == nil else { return }
         do {
             try FileManager.default.createDirectory(
@@ -426,7 +426,7 @@ public enum StoreSplitter {
     }
 
     /// Creates a target: tables (and, for a skipped one, indexes) and metadata in one transaction.
-    private static func create(
+    static func create(
         _ target: Target, sourceIdentifier: String, source: URL, model: ObjectModel, options: SplitOptions
     ) throws(StoreError) {
         try open(target, options: options)
@@ -449,8 +449,7 @@ public enum StoreSplitter {
     }
 
     /// `WHERE "_entity" IN (…)` when the target's table holds fewer entities than the source's.
-    private static func entityFilter(_ table: SQLiteSchema.Table, sourceSchema: SQLiteSchema) -> (String, [SQLiteValue])
-    {
+    static func entityFilter(_ table: SQLiteSchema.Table, sourceSchema: SQLiteSchema) -> (String, [SQLiteValue]) {
         guard let sourceTable = sourceSchema.tables[table.name], Set(sourceTable.entities) != Set(table.entities)
         else { return ("", []) }
         return (
@@ -459,11 +458,11 @@ public enum StoreSplitter {
         )
     }
 
-    private static func sqliteCount(_ file: ReadOnlySQLiteFile, _ sql: String, _ arguments: [SQLiteValue]) -> Int {
+    static func sqliteCount(_ file: ReadOnlySQLiteFile, _ sql: String, _ arguments: [SQLiteValue]) -> Int {
         Int((try? file.query(sql, arguments) { $0.int64(0) })?.first ?? 0)
     }
 
-    private static func targetCount(_ target: Target, _ table: String) -> Int {
+    static func targetCount(_ target: Target, _ table: String) -> Int {
         if let db = target.db {
             return Int((try? db.query("SELECT count(*) FROM \(quote(table))") { $0.int64(0) })?.first ?? 0)
         }
@@ -472,206 +471,21 @@ public enum StoreSplitter {
     }
 
     /// The last key copied of each table, as recorded in the target.
-    private static func progressRecord(_ target: Target) -> [String: JSONValue] {
+    static func progressRecord(_ target: Target) -> [String: JSONValue] {
         guard let text = target.values?[progressKey], case .object(let record)? = try? JSONValue.parse(text) else {
             return [:]
         }
         return record
     }
 
-    private static func fail(_ target: Target, _ error: SQLiteError) -> StoreError {
+    static func fail(_ target: Target, _ error: SQLiteError) -> StoreError {
         StoreError(
             .io, "cannot write the \(target.configuration) store: \(error.message)", storeURL: target.url,
             underlying: error)
     }
 
-    /// Copies up to `chunkSize` rows of `table` after the last copied key, in one transaction.
-    /// - Returns: the rows copied.
-    private static func copyChunk(
-        _ table: SQLiteSchema.Table, target: Target, source: ReadOnlySQLiteFile, sourceSchema: SQLiteSchema,
-        last: inout [String: JSONValue], chunkSize: Int
-    ) throws(StoreError) -> Int {
-        let db = target.db!
-        let columns = ["\"_pk\"", "\"_entity\"", "\"_version\""] + table.columns.map { quote($0.name) }
-        var (filter, arguments) = entityFilter(table, sourceSchema: sourceSchema)
-        filter = filter.isEmpty ? " WHERE \"_pk\" > ?" : filter + " AND \"_pk\" > ?"
-        var after: Int64 = Int64.min
-        if case .integer(let key)? = last[table.name] { after = key }
-        arguments += [.integer(after), .integer(Int64(chunkSize))]
-        let list = columns.joined(separator: ", ")
-        var count = 0
-        do {
-            let select = try source.prepare(
-                "SELECT \(list) FROM \(quote(table.name))\(filter) ORDER BY \"_pk\" LIMIT ?")
-            try select.bind(arguments)
-            try db.execute("BEGIN IMMEDIATE")
-            let insert = try db.statement(
-                "INSERT INTO \(quote(table.name)) (\(list)) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-            )
-            let width = Int32(columns.count)
-            while try select.step() {
-                for column in 0..<width {
-                    sqlite3_bind_value(insert.handle, column + 1, sqlite3_column_value(select.handle, column))
-                }
-                _ = try insert.step()
-                sqlite3_reset(insert.handle)
-                after = select.int64(0)
-                count += 1
-            }
-            insert.reset()
-            if count > 0 {
-                last[table.name] = .integer(after)
-                try db.run(
-                    "UPDATE \(SQLiteStore.metadataTable) SET value = ? WHERE key = ?",
-                    [.text(JSONValue.object(last).jsonText), .text(progressKey)])
-            }
-            try db.execute("COMMIT")
-        } catch {
-            try? db.execute("ROLLBACK")
-            throw fail(target, error)
-        }
-        return count
-    }
-
-    /// Copies up to `chunkSize` pairs of a join table after the last copied pair, in one transaction.
-    private static func copyJoinChunk(
-        _ join: JoinTableDescription, target: Target, source: ReadOnlySQLiteFile, last: inout [String: JSONValue],
-        chunkSize: Int
-    ) throws(StoreError) -> Int {
-        let db = target.db!
-        var after: (Int64, Int64) = (Int64.min, Int64.min)
-        if case .array(let pair)? = last[join.name], pair.count == 2, case .integer(let first) = pair[0],
-            case .integer(let second) = pair[1]
-        {
-            after = (first, second)
-        }
-        var count = 0
-        do {
-            let select = try source.prepare(
-                "SELECT \"source\", \"target\", \"position\" FROM \(quote(join.name)) WHERE (\"source\", \"target\") > (?, ?) ORDER BY \"source\", \"target\" LIMIT ?"
-            )
-            try select.bind([.integer(after.0), .integer(after.1), .integer(Int64(chunkSize))])
-            try db.execute("BEGIN IMMEDIATE")
-            let insert = try db.statement(
-                "INSERT INTO \(quote(join.name)) (\"source\", \"target\", \"position\") VALUES (?, ?, ?)")
-            while try select.step() {
-                for column in Int32(0)..<3 {
-                    sqlite3_bind_value(insert.handle, column + 1, sqlite3_column_value(select.handle, column))
-                }
-                _ = try insert.step()
-                sqlite3_reset(insert.handle)
-                after = (select.int64(0), select.int64(1))
-                count += 1
-            }
-            insert.reset()
-            if count > 0 {
-                last[join.name] = .array([.integer(after.0), .integer(after.1)])
-                try db.run(
-                    "UPDATE \(SQLiteStore.metadataTable) SET value = ? WHERE key = ?",
-                    [.text(JSONValue.object(last).jsonText), .text(progressKey)])
-            }
-            try db.execute("COMMIT")
-        } catch {
-            try? db.execute("ROLLBACK")
-            throw fail(target, error)
-        }
-        return count
-    }
-
-    /// Row counts and checksums per group of a query's rows; `groupColumn` names the group of each
-    /// row (the entity), nil puts every row in `name`.
-    private static func digest(
-        _ handle: OpaquePointer, step: () throws(SQLiteError) -> Bool, groupColumn: Bool, name: String
-    ) throws(SQLiteError) -> [String: (rows: Int, hasher: SHA256)] {
-        // Per group (entity): its row count and its rows' digests, in order.
-        var digests: [String: [UInt64]] = [:]
-        var currentName = name
-        var current: [UInt64] = []
-        var currentBytes: [UInt8] = []
-        let width = sqlite3_column_count(handle)
-        while try step() {
-            if groupColumn, let text = sqlite3_column_text(handle, 0) {
-                let count = Int(sqlite3_column_bytes(handle, 0))
-                let same =
-                    count == currentBytes.count
-                    && currentBytes.withUnsafeBytes { memcmp($0.baseAddress!, text, count) == 0 }
-                if !same {
-                    if !current.isEmpty { digests[currentName, default: []] += current }
-                    currentBytes = Array(UnsafeBufferPointer(start: text, count: count))
-                    currentName = String(decoding: currentBytes, as: UTF8.self)
-                    current = digests.removeValue(forKey: currentName) ?? []
-                }
-            }
-            current.append(rowDigest(handle, columns: width))
-        }
-        if !current.isEmpty { digests[currentName, default: []] += current }
-        var groups: [String: (rows: Int, hasher: SHA256)] = [:]
-        for (group, rows) in digests {
-            // The row digests are chained, and the chain is fed to SHA-256 every 16 rows: the
-            // checksum depends on every row and on their order.
-            var hasher = SHA256()
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(rows.count / 2 + 8)
-            var chain: UInt64 = 0
-            for (index, digest) in rows.enumerated() {
-                chain = (chain ^ digest) &* 0x0000_0100_0000_01b3
-                chain ^= chain >> 29
-                if index % 16 == 15 || index == rows.count - 1 {
-                    for shift in stride(from: 56, through: 0, by: -8) {
-                        bytes.append(UInt8(truncatingIfNeeded: chain >> UInt64(shift)))
-                    }
-                }
-            }
-            hasher.update(bytes)
-            groups[group] = (rows.count, hasher)
-        }
-        return groups
-    }
-
-    /// The checks of every entity and join table of `target`, read from the source or the target.
-    private static func checks(
-        _ target: Target,
-        reader: (String, [SQLiteValue], Bool, String) throws(SQLiteError) -> [String: (rows: Int, hasher: SHA256)],
-        sourceSchema: SQLiteSchema
-    ) throws(SQLiteError) -> [SplitCheck] {
-        var result: [SplitCheck] = []
-        for table in target.schema.tables.values.sorted(by: { $0.name < $1.name }) {
-            let columns = ["\"_entity\"", "\"_pk\"", "\"_version\""] + table.columns.map { quote($0.name) }
-            let (filter, arguments) = entityFilter(table, sourceSchema: sourceSchema)
-            let groups = try reader(
-                "SELECT \(columns.joined(separator: ", ")) FROM \(quote(table.name))\(filter) ORDER BY \"_pk\"",
-                arguments, true, table.name)
-            for entity in table.entities {
-                var group = groups[entity] ?? (rows: 0, hasher: SHA256())
-                result.append(SplitCheck(name: entity, rows: group.rows, checksum: hex(group.hasher.finalize())))
-            }
-            for (entity, group) in groups where !table.entities.contains(entity) {
-                var hasher = group.hasher
-                result.append(SplitCheck(name: entity, rows: group.rows, checksum: hex(hasher.finalize())))
-            }
-        }
-        for join in target.schema.joinTables {
-            let groups = try reader(
-                "SELECT \"source\", \"target\", \"position\" FROM \(quote(join.name)) ORDER BY \"source\", \"target\"",
-                [], false, join.name)
-            var group = groups[join.name] ?? (rows: 0, hasher: SHA256())
-            result.append(SplitCheck(name: join.name, rows: group.rows, checksum: hex(group.hasher.finalize())))
-        }
-        return result
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0xf)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
-
     /// Builds the indexes, verifies the target against the source, and marks it complete, in one transaction.
-    private static func finish(
+    static func finish(
         _ target: Target, source: ReadOnlySQLiteFile, sourceSchema: SQLiteSchema
     ) throws(StoreError) {
         let db = target.db!
@@ -752,7 +566,7 @@ public enum StoreSplitter {
     }
 
     /// The report of a target, from its recorded verification.
-    private static func report(for target: Target) -> SplitTargetReport {
+    static func report(for target: Target) -> SplitTargetReport {
         var checks: [SplitCheck] = []
         if let text = target.values?[verificationKey], case .object(let record)? = try? JSONValue.parse(text) {
             let order =

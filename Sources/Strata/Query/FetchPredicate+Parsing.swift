@@ -9,7 +9,7 @@ extension FetchPredicate {
     ///   `TRUEPREDICATE`, `FALSEPREDICATE`;
     /// - `ANY`/`SOME`, `ALL`, `NONE` before a key path through a to-many relationship;
     /// - operands: key paths (`title`, `author.name`, `tags.@count`, `SELF`; `#word` escapes a
-    ///   reserved word), strings in `'…'` or `"…"` (escapes `\\ \' \" \n \r \t \0 \uXXXX`),
+    ///   reserved word), strings in `'…'` or `"…"` (escapes `\\ \' \" \n \r \t \0 \uHHHH`),
     ///   integers (decimal, or `0x` hexadecimal), decimals and exponents (doubles), `TRUE`/`YES`,
     ///   `FALSE`/`NO`, `NIL`/`NULL`, lists `{a, b, …}`, `$NAME` and `$NAME.key.path` variables;
     /// - placeholders, each taking the next argument: `%@` (a value, object, list, or a key path
