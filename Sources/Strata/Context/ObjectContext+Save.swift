@@ -49,62 +49,60 @@ extension ObjectContext {
 
     /// Applies a child's pushed changes to this context's storage (lock held by the caller).
     func receive(_ pushed: PushedChanges, _ s: inout ContextStorage) throws(ContextError) {
-        do {
-            for var state in pushed.inserts {
-                state.id = registry.canonical(state.id)
-                state.rewrite(registryMap(state))
-                s.objects[state.id] = state
-                if s.insertedSet.insert(state.id).inserted { s.inserted.append(state.id) }
-            }
-            for (id, change, state) in pushed.updates {
-                guard let current = try loadState(id, &s) else { continue }
-                let k = current.id
-                var incoming = state
-                incoming.rewrite(registryMap(state))
-                track(k, &s)
-                if !s.insertedSet.contains(k), s.updated[k] != nil, let base = change.baseVersion,
-                    let existing = s.updated[k]?.baseVersion, base < existing
-                {
-                    s.updated[k]?.baseVersion = base
-                }
-                for name in change.attributes {
-                    s.objects[k]?.attributes[name] = incoming.attributes[name] ?? .null
-                    s.updated[k]?.attributes.insert(name)
-                }
-                for name in change.toOne {
-                    s.objects[k]?.toOne[name] = .some((incoming.toOne[name] ?? nil).map(registry.canonical))
-                    s.updated[k]?.toOne.insert(name)
-                }
-                for (name, delta) in change.toMany {
-                    var delta = delta
-                    delta.rewrite(canonicalMap(delta.added + Array(delta.removed) + (delta.orderedList ?? [])))
-                    let list = try toManyList(k, name, &s)
-                    s.objects[k]?.toMany[name] = delta.apply(to: list)
-                    if s.updated[k] != nil {
-                        var merged = s.updated[k]?.toMany[name] ?? ToManyDelta()
-                        for id in delta.added { merged.add(id) }
-                        for id in delta.removed { merged.remove(id) }
-                        if delta.orderedList != nil { merged.orderedList = s.objects[k]?.toMany[name] }
-                        s.updated[k]?.toMany[name] = merged
-                    }
-                }
-            }
-            for (id, base) in pushed.deletes {
-                guard let state = try loadState(id, &s) else { continue }
-                let k = state.id
-                if s.insertedSet.contains(k) {
-                    s.insertedSet.remove(k)
-                    s.inserted.removeAll { $0 == k }
-                } else {
-                    if s.originals[k] == nil { s.originals[k] = state }
-                    s.deleted[k] = .some(s.updated[k]?.baseVersion ?? base)
-                    s.deletedStates[k] = state
-                    s.updated[k] = nil
-                }
-                s.objects[k] = nil
-            }
-            for (id, store) in pushed.assignments { s.assignments[registry.canonical(id)] = store }
+        for var state in pushed.inserts {
+            state.id = registry.canonical(state.id)
+            state.rewrite(registryMap(state))
+            s.objects[state.id] = state
+            if s.insertedSet.insert(state.id).inserted { s.inserted.append(state.id) }
         }
+        for (id, change, state) in pushed.updates {
+            guard let current = try loadState(id, &s) else { continue }
+            let k = current.id
+            var incoming = state
+            incoming.rewrite(registryMap(state))
+            track(k, &s)
+            if !s.insertedSet.contains(k), s.updated[k] != nil, let base = change.baseVersion,
+                let existing = s.updated[k]?.baseVersion, base < existing
+            {
+                s.updated[k]?.baseVersion = base
+            }
+            for name in change.attributes {
+                s.objects[k]?.attributes[name] = incoming.attributes[name] ?? .null
+                s.updated[k]?.attributes.insert(name)
+            }
+            for name in change.toOne {
+                s.objects[k]?.toOne[name] = .some((incoming.toOne[name] ?? nil).map(registry.canonical))
+                s.updated[k]?.toOne.insert(name)
+            }
+            for (name, delta) in change.toMany {
+                var delta = delta
+                delta.rewrite(canonicalMap(delta.added + Array(delta.removed) + (delta.orderedList ?? [])))
+                let list = try toManyList(k, name, &s)
+                s.objects[k]?.toMany[name] = delta.apply(to: list)
+                if s.updated[k] != nil {
+                    var merged = s.updated[k]?.toMany[name] ?? ToManyDelta()
+                    for id in delta.added { merged.add(id) }
+                    for id in delta.removed { merged.remove(id) }
+                    if delta.orderedList != nil { merged.orderedList = s.objects[k]?.toMany[name] }
+                    s.updated[k]?.toMany[name] = merged
+                }
+            }
+        }
+        for (id, base) in pushed.deletes {
+            guard let state = try loadState(id, &s) else { continue }
+            let k = state.id
+            if s.insertedSet.contains(k) {
+                s.insertedSet.remove(k)
+                s.inserted.removeAll { $0 == k }
+            } else {
+                if s.originals[k] == nil { s.originals[k] = state }
+                s.deleted[k] = .some(s.updated[k]?.baseVersion ?? base)
+                s.deletedStates[k] = state
+                s.updated[k] = nil
+            }
+            s.objects[k] = nil
+        }
+        for (id, store) in pushed.assignments { s.assignments[registry.canonical(id)] = store }
     }
 
     /// The references of `state` whose temporary IDs have permanent ones, mapped to those.

@@ -19,43 +19,41 @@ extension RESTService {
             throw Problem.badRequest(
                 "a batch holds 1 to \(Self.maxBatchOperations) operations, not \(operations.count)")
         }
-        do {
-            let child = root.newChildContext()
-            var expectations: [ObjectID: Int64] = [:]
-            var refs: [ObjectID?] = []
-            var outcomes: [(WriteOutcome?, HTTPRequest, HTTPResponse?)] = []
-            for (index, operation) in operations.enumerated() {
-                do throws(Problem) {
-                    let (outcome, sub, immediate) = try perform(
-                        operation, child, refs: refs, expectations: &expectations)
-                    if case .object(let id, _, true)? = outcome { refs.append(id) } else { refs.append(nil) }
-                    outcomes.append((outcome, sub, immediate))
-                } catch {
-                    var problem = error
-                    problem.extra["operation"] = .integer(Int64(index))
-                    problem.detail = "operation \(index): \(problem.detail)"
-                    throw problem
-                }
-            }
+        let child = root.newChildContext()
+        var expectations: [ObjectID: Int64] = [:]
+        var refs: [ObjectID?] = []
+        var outcomes: [(WriteOutcome?, HTTPRequest, HTTPResponse?)] = []
+        for (index, operation) in operations.enumerated() {
             do throws(Problem) {
-                try commit(child, expecting: expectations)
+                let (outcome, sub, immediate) = try perform(
+                    operation, child, refs: refs, expectations: &expectations)
+                if case .object(let id, _, true)? = outcome { refs.append(id) } else { refs.append(nil) }
+                outcomes.append((outcome, sub, immediate))
             } catch {
                 var problem = error
-                problem.detail = "the batch was not saved: \(problem.detail)"
+                problem.extra["operation"] = .integer(Int64(index))
+                problem.detail = "operation \(index): \(problem.detail)"
                 throw problem
             }
-            var results: [JSONValue] = []
-            for (outcome, sub, immediate) in outcomes {
-                let response: HTTPResponse
-                if let immediate { response = immediate } else { response = try render(outcome!, sub) }
-                var headers: [String: JSONValue] = [:]
-                for (name, value) in response.headers where name != "Content-Type" { headers[name] = .string(value) }
-                let body = response.body.isEmpty ? JSONValue.null : ((try? JSONValue.parse(response.body)) ?? .null)
-                results.append(
-                    .object(["status": .integer(Int64(response.status)), "headers": .object(headers), "body": body]))
-            }
-            return json(200, .object(["results": .array(results)]))
         }
+        do throws(Problem) {
+            try commit(child, expecting: expectations)
+        } catch {
+            var problem = error
+            problem.detail = "the batch was not saved: \(problem.detail)"
+            throw problem
+        }
+        var results: [JSONValue] = []
+        for (outcome, sub, immediate) in outcomes {
+            let response: HTTPResponse
+            if let immediate { response = immediate } else { response = try render(outcome!, sub) }
+            var headers: [String: JSONValue] = [:]
+            for (name, value) in response.headers where name != "Content-Type" { headers[name] = .string(value) }
+            let body = response.body.isEmpty ? JSONValue.null : ((try? JSONValue.parse(response.body)) ?? .null)
+            results.append(
+                .object(["status": .integer(Int64(response.status)), "headers": .object(headers), "body": body]))
+        }
+        return json(200, .object(["results": .array(results)]))
     }
 
     /// Runs one batch operation in `child`.
