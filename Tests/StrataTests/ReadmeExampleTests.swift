@@ -20,7 +20,8 @@ import Testing
 
         // One call: the same coordinator and a view context.
         let container = try PersistentContainer(
-            model: try ObjectModel.example, stores: PersistentContainer.sqliteStores(for: try ObjectModel.example, in: folder.url))
+            model: try ObjectModel.example,
+            stores: PersistentContainer.sqliteStores(for: try ObjectModel.example, in: folder.url))
         let context = container.viewContext.newChildContext()
         let author = try context.insert("Author", values: ["name": .string("Octavia E. Butler")])
         let book = try context.insert("Book", values: ["title": .string("Kindred"), "year": .integer(1979)])
