@@ -44,6 +44,10 @@ struct SQLiteSchema: Sendable {
     let joinTables: [JoinTableDescription]
     /// The columns (in table order) that belong to each entity.
     let columnsByEntity: [String: [Column]]
+    /// `SELECT _pk, _entity, _version, columns… FROM table WHERE _pk = ?`, per table.
+    let selectByKey: [String: String]
+    /// `INSERT INTO table (_pk, _entity, _version, the entity's columns…) VALUES (?, …)`, per entity.
+    let insertByEntity: [String: String]
 
     init(model: ObjectModel, entities: [String]) {
         self.model = model
@@ -65,6 +69,20 @@ struct SQLiteSchema: Sendable {
         self.tables = tables
         self.columnsByEntity = columnsByEntity
         joinTables = model.joinTables(for: entities).filter { entities.contains($0.sourceEntity) }
+        // Statements built once: the per-row paths only look them up.
+        selectByKey = tables.mapValues { table in
+            "SELECT \"_pk\", \"_entity\", \"_version\", "
+                + table.columns.map { Self.quote($0.name) }.joined(separator: ", ")
+                + " FROM \(Self.quote(table.name)) WHERE \"_pk\" = ?"
+        }
+        var inserts: [String: String] = [:]
+        for (entity, columns) in columnsByEntity {
+            let names = ["\"_pk\"", "\"_entity\"", "\"_version\""] + columns.map { Self.quote($0.name) }
+            let table = Self.quote(model.rootEntity(of: entity))
+            inserts[entity] =
+                "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
+        }
+        insertByEntity = inserts
     }
 
     func table(for entity: String) -> Table? { tables[model.rootEntity(of: entity)] }

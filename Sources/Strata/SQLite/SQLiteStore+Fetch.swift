@@ -76,10 +76,7 @@ extension SQLiteStore {
         guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey, entityNames.contains(id.entityName),
             let table = schema.table(for: id.entityName)
         else { return nil }
-        let sql =
-            "SELECT \"_pk\", \"_entity\", \"_version\", "
-            + table.columns.map { SQLiteSchema.quote($0.name) }.joined(separator: ", ")
-            + " FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?"
+        let sql = schema.selectByKey[table.name]!
         return try read { db in
             try db.query(sql, [.integer(pk)]) { statement in
                 try self.decodeRow(statement, columns: table.columns, db: db)

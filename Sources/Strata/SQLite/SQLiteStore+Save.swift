@@ -79,12 +79,10 @@ extension SQLiteStore {
                 storeURL: url, conflicts: conflicts)
         }
         for row in changes.inserts {
-            let table = try table(for: row.id)
+            _ = try table(for: row.id)  // checks the ID belongs to this store
             let columns = schema.columnsByEntity[row.id.entityName] ?? []
-            var names = ["\"_pk\"", "\"_entity\"", "\"_version\""]
             var arguments: [SQLiteValue] = [.integer(row.id.primaryKey!), .text(row.id.entityName), .integer(1)]
             for column in columns {
-                names.append(SQLiteSchema.quote(column.name))
                 switch column {
                 case .attribute(let attribute):
                     arguments.append(SQLiteSchema.encode(row.attributes[attribute.name] ?? .null))
@@ -92,8 +90,7 @@ extension SQLiteStore {
                     arguments.append(try foreignKey(row.toOne[relationship.name] ?? nil, relationship))
                 }
             }
-            let sql =
-                "INSERT INTO \(SQLiteSchema.quote(table.name)) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
+            let sql = schema.insertByEntity[row.id.entityName]!
             try write(db, sql, arguments, entity: row.id.entityName)
             versions[row.id] = 1
         }
