@@ -39,9 +39,7 @@ extension StoreSplitter {
             insert.reset()
             if count > 0 {
                 last[table.name] = .integer(after)
-                try db.run(
-                    "UPDATE \(SQLiteStore.metadataTable) SET value = ? WHERE key = ?",
-                    [.text(JSONValue.object(last).jsonText), .text(progressKey)])
+                try recordProgress(last, in: db)
             }
             try db.execute("COMMIT")
         } catch {
@@ -84,9 +82,7 @@ extension StoreSplitter {
             insert.reset()
             if count > 0 {
                 last[join.name] = .array([.integer(after.0), .integer(after.1)])
-                try db.run(
-                    "UPDATE \(SQLiteStore.metadataTable) SET value = ? WHERE key = ?",
-                    [.text(JSONValue.object(last).jsonText), .text(progressKey)])
+                try recordProgress(last, in: db)
             }
             try db.execute("COMMIT")
         } catch {
@@ -94,5 +90,13 @@ extension StoreSplitter {
             throw fail(target, error)
         }
         return count
+    }
+
+    /// Saves the last copied key of every table in the target, inside the chunk's transaction, so a
+    /// rerun continues after it.
+    static func recordProgress(_ last: [String: JSONValue], in db: SQLiteConnection) throws(SQLiteError) {
+        try db.run(
+            "UPDATE \(SQLiteStore.metadataTable) SET value = ? WHERE key = ?",
+            [.text(JSONValue.object(last).jsonText), .text(progressKey)])
     }
 }
