@@ -3,8 +3,8 @@ extension ObjectContext {
     /// parent chain) with this context's unsaved inserts, updates and deletes applied, as in Core Data.
     /// - Throws: `.invalidPredicate` for a predicate that does not fit the entity, `.store`.
     public func fetch(_ request: FetchRequest) throws(ContextError) -> [ManagedObject] {
-        let states = try fetchStates(request)
-        return managedObjects(states.map(\.id))
+        // Registers the states and makes their objects under one hold of the lock.
+        try fetchStates(request) { s, states in states.map { managedObject($0.id, &s) } }
     }
 
     /// The IDs of the objects matching `request`.
@@ -42,6 +42,13 @@ extension ObjectContext {
 
     /// The states matching `request` at this level of the context chain.
     func fetchStates(_ request: FetchRequest) throws(ContextError) -> [ObjectState] {
+        try fetchStates(request) { _, states in states }
+    }
+
+    /// The states matching `request`, handed to `body` with the context's lock still held.
+    private func fetchStates<T>(
+        _ request: FetchRequest, _ body: (inout ContextStorage, [ObjectState]) -> T
+    ) throws(ContextError) -> T {
         guard model.entity(named: request.entityName) != nil else {
             throw ContextError(.unknownProperty, "the model has no entity '\(request.entityName)'")
         }
@@ -64,19 +71,23 @@ extension ObjectContext {
         return try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
             // Register what came back; objects with unsaved changes keep this context's values.
             var results: [ObjectState] = []
+            results.reserveCapacity(fetched.count)
+            let pending = !s.deleted.isEmpty || !s.updated.isEmpty || !s.insertedSet.isEmpty
             for state in fetched {
                 let k = key(state.id, s)
-                if s.deleted[k] != nil { continue }
-                if s.updated[k] != nil || s.insertedSet.contains(k) {
-                    if !local { results.append(s.objects[k] ?? state) }
-                    continue
+                if pending {
+                    if s.deleted[k] != nil { continue }
+                    if s.updated[k] != nil || s.insertedSet.contains(k) {
+                        if !local { results.append(s.objects[k] ?? state) }
+                        continue
+                    }
                 }
                 var fresh = state
                 fresh.id = k
                 s.objects[k] = fresh
                 results.append(fresh)
             }
-            guard local else { return results }
+            guard local else { return body(&s, results) }
             let family = Set(model.entityAndSubentities(of: request.entityName))
             let entities = request.includesSubentities ? family : [request.entityName]
             var predicate: FetchPredicate?
@@ -106,7 +117,7 @@ extension ObjectContext {
             }
             let start = min(request.fetchOffset, results.count)
             let end = request.fetchLimit.map { min(results.count, start + $0) } ?? results.count
-            return Array(results[start..<end])
+            return body(&s, Array(results[start..<end]))
         }
     }
 

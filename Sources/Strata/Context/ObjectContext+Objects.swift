@@ -91,32 +91,49 @@ extension ObjectContext {
     /// - Throws: `.unknownProperty` for an unknown entity, `.abstractEntity`, `.invalidValue`.
     @discardableResult
     public func insert(_ entity: String, values: [String: AttributeValue] = [:]) throws(ContextError) -> ManagedObject {
-        guard let description = model.entity(named: entity) else {
+        guard let resolved = model.resolvedEntity(entity) else {
             throw ContextError(.unknownProperty, "the model has no entity '\(entity)'")
         }
-        if description.isAbstract {
+        if resolved.entity.isAbstract {
             throw ContextError(.abstractEntity, "'\(entity)' is abstract; insert one of its subentities")
         }
         let id = ObjectID.temporary(entity: entity)
-        var state = ObjectState(id: id, version: 0, attributes: [:], toOne: [:], toMany: [:])
-        for attribute in model.attributes(of: entity) {
-            state.attributes[attribute.name] = attribute.defaultValue ?? .null
-        }
-        for relationship in model.relationships(of: entity) {
-            if relationship.isToMany {
-                state.toMany[relationship.name] = []
-            } else {
-                state.toOne[relationship.name] = .some(nil)
+        var state = ObjectState(
+            id: id, version: 0, attributes: resolved.newAttributes, toOne: resolved.newToOne,
+            toMany: resolved.newToMany)
+        for (name, value) in values {
+            guard let attribute = resolved.attributesByName[name] else {
+                throw ContextError(.unknownProperty, "'\(entity)' has no attribute '\(name)'")
             }
+            state.attributes[name] = try Self.checked(value, for: attribute, of: entity)
         }
-        let object = storage.withLock { s in
+        if parent != nil { registry.hold(id) }
+        return storage.withLock { s in
             s.objects[id] = state
             s.inserted.append(id)
             s.insertedSet.insert(id)
+            if parent != nil { s.heldTemporaries.append(id) }
             return managedObject(id, &s)
         }
-        for (name, value) in values { try setAttribute(id, name, value) }
-        return object
+    }
+
+    /// `value` converted to `attribute`'s type where that loses nothing (integers to double or
+    /// decimal), or an `.invalidValue` error.
+    static func checked(_ value: AttributeValue, for attribute: AttributeDescription, of entity: String)
+        throws(ContextError) -> AttributeValue
+    {
+        var value = value
+        if case .integer(let i) = value, attribute.type == .double || attribute.type == .float {
+            value = .double(Double(i))
+        }
+        if case .integer(let i) = value, attribute.type == .decimal { value = .decimal(Decimal(i)) }
+        guard value.fits(attribute.type) else {
+            throw ContextError(
+                .invalidValue,
+                "'\(entity).\(attribute.name)' is \(attribute.type.rawValue); \(value.kindName) \(value.json.jsonText) does not fit"
+            )
+        }
+        return value
     }
 
     /// The object with `id`, registered in this context.
@@ -191,17 +208,7 @@ extension ObjectContext {
             guard let attribute = model.attribute(name, of: state.id.entityName) else {
                 throw ContextError(.unknownProperty, "'\(state.id.entityName)' has no attribute '\(name)'")
             }
-            var value = value
-            if case .integer(let i) = value, attribute.type == .double || attribute.type == .float {
-                value = .double(Double(i))
-            }
-            if case .integer(let i) = value, attribute.type == .decimal { value = .decimal(Decimal(i)) }
-            guard value.fits(attribute.type) else {
-                throw ContextError(
-                    .invalidValue,
-                    "'\(state.id.entityName).\(name)' is \(attribute.type.rawValue); \(value.kindName) \(value.json.jsonText) does not fit"
-                )
-            }
+            let value = try Self.checked(value, for: attribute, of: state.id.entityName)
             if state.attributes[name] == value { return }
             track(state.id, &s)
             s.objects[state.id]?.attributes[name] = value

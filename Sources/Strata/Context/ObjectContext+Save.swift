@@ -53,7 +53,13 @@ extension ObjectContext {
             state.id = registry.canonical(state.id)
             state.rewrite(registryMap(state))
             s.objects[state.id] = state
-            if s.insertedSet.insert(state.id).inserted { s.inserted.append(state.id) }
+            if s.insertedSet.insert(state.id).inserted {
+                s.inserted.append(state.id)
+                if parent != nil, state.id.isTemporary {
+                    registry.hold(state.id)
+                    s.heldTemporaries.append(state.id)
+                }
+            }
         }
         for (id, change, state) in pushed.updates {
             guard let current = try loadState(id, &s) else { continue }
@@ -133,7 +139,10 @@ extension ObjectContext {
         for k in s.inserted {
             guard let state = s.objects[k] else { continue }
             var row = StoreRow(id: k, attributes: state.attributes, toOne: state.toOne)
-            for (name, list) in state.toMany where joinStored(k.entityName, name) { row.toMany[name] = list }
+            // A new object's empty lists write nothing.
+            for (name, list) in state.toMany where !list.isEmpty && joinStored(k.entityName, name) {
+                row.toMany[name] = list
+            }
             request.inserts.append(row)
             if let store = s.assignments[k] { request.assignments[k] = store }
         }
@@ -191,22 +200,31 @@ extension ObjectContext {
     func finish(_ result: SaveResult, _ s: inout ContextStorage) -> ContextChanges {
         let map = result.permanentIDs
         registry.record(map)
-        // Only objects changed in this save can refer to the new ones: re-key just those.
-        for id in s.inserted + Array(s.updated.keys) {
+        // Only objects changed in this save can refer to the new ones: re-key just those, and
+        // rewrite only states that refer to something.
+        var inserted: [ObjectID] = []
+        inserted.reserveCapacity(s.inserted.count)
+        for id in s.inserted {
             guard var state = s.objects.removeValue(forKey: id) else { continue }
-            if !map.isEmpty { state.rewrite(map) }
-            if let version = result.versions[state.id] { state.version = version }
-            s.objects[state.id] = state
-        }
-        for (old, new) in map {
-            if let object = s.managed.removeValue(forKey: old) {
+            let new = map[id] ?? id
+            if new != id { inserted.append(new) }
+            if !map.isEmpty, state.refersToAnything { state.rewrite(map) }
+            state.id = new
+            state.version = result.versions[new] ?? state.version
+            s.objects[new] = state
+            if new != id, let object = s.managed.removeValue(forKey: id) {
                 object.storedID = new
                 s.managed[new] = object
             }
         }
+        for id in s.updated.keys {
+            guard var state = s.objects.removeValue(forKey: id) else { continue }
+            if !map.isEmpty, state.refersToAnything { state.rewrite(map) }
+            if let version = result.versions[state.id] { state.version = version }
+            s.objects[state.id] = state
+        }
         for id in s.deletedStates.keys { s.managed[id] = nil }
         var byStore: [String: StoreChangeSummary] = result.changesByStore
-        let inserted = s.inserted.compactMap { map[$0] }
         let updated = s.updated.keys.filter { !(s.updated[$0]?.isEmpty ?? true) }
         for id in updated where !result.versions.keys.contains(id) {
             // Relationship-only changes kept by the other side: report them as updated too.

@@ -9,9 +9,18 @@ extension ObjectContext {
             guard let state = s.objects[k] else { continue }
             failures += validateAttributes(state)
             for relationship in model.relationships(of: k.entityName) {
-                let id = registry.canonical(k)
+                var id: ObjectID { registry.canonical(k) }
                 if relationship.isToMany {
-                    let count = try toManyList(k, relationship.name, &s).count
+                    // Only rules with a count need the list; a materialized one is used as is.
+                    let counted =
+                        relationship.minCount != nil || relationship.maxCount != nil || !relationship.isOptional
+                    guard counted else { continue }
+                    let count: Int
+                    if let list = state.toMany[relationship.name] {
+                        count = list.count
+                    } else {
+                        count = try toManyList(k, relationship.name, &s).count
+                    }
                     if let minCount = relationship.minCount, count < minCount {
                         failures.append(
                             ValidationFailure(
@@ -75,13 +84,14 @@ extension ObjectContext {
     /// The attribute rules of the model, checked on one object.
     func validateAttributes(_ state: ObjectState) -> [ValidationFailure] {
         var failures: [ValidationFailure] = []
-        let id = registry.canonical(state.id)
         func fail(_ field: String, _ rule: ValidationFailure.Rule, _ message: String) {
             failures.append(
-                ValidationFailure(entity: state.id.entityName, objectID: id, field: field, rule: rule, message: message)
+                ValidationFailure(
+                    entity: state.id.entityName, objectID: registry.canonical(state.id), field: field, rule: rule,
+                    message: message)
             )
         }
-        for attribute in model.attributes(of: state.id.entityName) {
+        for attribute in model.resolvedEntity(state.id.entityName)?.ruledAttributes ?? [] {
             let value = state.attributes[attribute.name] ?? .null
             if value.isNull {
                 if !attribute.isOptional { fail(attribute.name, .required, "is required") }

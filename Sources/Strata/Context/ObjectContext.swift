@@ -37,6 +37,11 @@ public final class ObjectContext: @unchecked Sendable {
         policyBox.withLock { $0 = mergePolicy }
     }
 
+    deinit {
+        // A child lets go of the temporary IDs it kept objects under.
+        if parent != nil { registry.release(storage.withLock { $0.heldTemporaries }) }
+    }
+
     private init(parent: ObjectContext) {
         coordinator = parent.coordinator
         self.parent = parent
@@ -138,11 +143,13 @@ public final class ObjectContext: @unchecked Sendable {
 
     /// Forgets every object and change, as if the context were new.
     public func reset() {
-        storage.withLock { s in
-            let policy = s.mergePolicy
+        let held = storage.withLock { s in
+            let (policy, held) = (s.mergePolicy, s.heldTemporaries)
             s = ContextStorage()
             s.mergePolicy = policy
+            return held
         }
+        if parent != nil { registry.release(held) }
     }
 
     /// Assigns an inserted object to one store, for an entity that several writable stores hold.
@@ -178,6 +185,8 @@ struct ContextStorage {
     var assignments: [ObjectID: String] = [:]
     var mergePolicy: MergePolicy = .error
     var cacheLimit: Int?
+    /// The temporary IDs a child context holds in the registry.
+    var heldTemporaries: [ObjectID] = []
 
     /// Forgets the pending-change bookkeeping after a save (objects stay registered).
     mutating func clearPending() {

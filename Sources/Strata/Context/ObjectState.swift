@@ -3,7 +3,7 @@ struct ObjectState: Sendable, Hashable {
     var id: ObjectID
     /// The stored version this state was read at (0 for a new object).
     var version: Int64
-    var attributes: [String: AttributeValue]
+    var attributes: AttributeValues
     var toOne: [String: ObjectID?]
     /// Materialized to-many relationships; absent ones are read on demand.
     var toMany: [String: [ObjectID]]
@@ -17,7 +17,7 @@ struct ObjectState: Sendable, Hashable {
     }
 
     init(
-        id: ObjectID, version: Int64, attributes: [String: AttributeValue], toOne: [String: ObjectID?],
+        id: ObjectID, version: Int64, attributes: AttributeValues, toOne: [String: ObjectID?],
         toMany: [String: [ObjectID]]
     ) {
         self.id = id
@@ -25,6 +25,11 @@ struct ObjectState: Sendable, Hashable {
         self.attributes = attributes
         self.toOne = toOne
         self.toMany = toMany
+    }
+
+    /// Whether any relationship holds an object.
+    var refersToAnything: Bool {
+        toOne.values.contains { $0 != nil } || toMany.values.contains { !$0.isEmpty }
     }
 
     /// Rewrites every reference through `map` (temporary IDs becoming permanent).
@@ -85,25 +90,64 @@ struct PendingChange: Sendable, Hashable {
 
 /// Temporary → permanent IDs, shared by a root context and all its descendants, so every context
 /// that holds an object sees its permanent ID after the root save.
+///
+/// A child context holds the temporary IDs it keeps objects under; when the last holder goes away
+/// the mapping is forgotten, so a long-lived root (a server's) does not keep one entry per object
+/// ever inserted. Objects inserted into the root itself keep their mapping for the root's lifetime.
 final class ObjectIDRegistry: Sendable {
-    private let permanent = Locked<[ObjectID: ObjectID]>([:])
-    private let temporary = Locked<[ObjectID: ObjectID]>([:])
+    private struct State {
+        var permanent: [ObjectID: ObjectID] = [:]
+        var temporary: [ObjectID: ObjectID] = [:]
+        var holds: [ObjectID: Int] = [:]
+    }
+
+    private let state = Locked(State())
 
     func record(_ map: [ObjectID: ObjectID]) {
         guard !map.isEmpty else { return }
-        permanent.withLock { $0.merge(map) { _, new in new } }
-        temporary.withLock { reverse in for (old, new) in map { reverse[new] = old } }
+        state.withLock { s in
+            s.permanent.reserveCapacity(s.permanent.count + map.count)
+            s.temporary.reserveCapacity(s.temporary.count + map.count)
+            for (old, new) in map {
+                s.permanent[old] = new
+                s.temporary[new] = old
+            }
+        }
     }
 
     /// The permanent ID for `id`, or `id`.
     func canonical(_ id: ObjectID) -> ObjectID {
         guard id.isTemporary else { return id }
-        return permanent.withLock { $0[id] } ?? id
+        return state.withLock { $0.permanent[id] } ?? id
     }
 
     /// The temporary ID a permanent one replaced, if any.
     func temporary(for id: ObjectID) -> ObjectID? {
         guard !id.isTemporary else { return nil }
-        return temporary.withLock { $0[id] }
+        return state.withLock { s in s.temporary.isEmpty ? nil : s.temporary[id] }
     }
+
+    /// A child context keeps an object under temporary ID `id`.
+    func hold(_ id: ObjectID) {
+        state.withLock { $0.holds[id, default: 0] += 1 }
+    }
+
+    /// A child context let go of `ids`; mappings nobody holds any more are forgotten.
+    func release(_ ids: [ObjectID]) {
+        guard !ids.isEmpty else { return }
+        state.withLock { s in
+            for id in ids {
+                guard let count = s.holds[id] else { continue }
+                if count > 1 {
+                    s.holds[id] = count - 1
+                    continue
+                }
+                s.holds[id] = nil
+                if let new = s.permanent.removeValue(forKey: id) { s.temporary[new] = nil }
+            }
+        }
+    }
+
+    /// How many temporary → permanent mappings are kept (for tests).
+    var mappingCount: Int { state.withLock { $0.permanent.count } }
 }

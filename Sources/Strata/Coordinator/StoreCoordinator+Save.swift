@@ -51,16 +51,25 @@ extension StoreCoordinator {
         // 1. Route each insert and give it a permanent ID.
         var grouped: [String: [String: [ObjectID]]] = [:]
         var storesByID: [String: any PersistentStore] = [:]
+        var routed: [String: any PersistentStore] = [:]  // entity → store, for unassigned inserts
         for row in request.inserts {
             guard row.id.isTemporary else {
                 throw StoreError(
                     .invalidRequest, "inserted object \(row.id) already has a permanent ID", entity: row.id.entityName)
             }
-            let store = try storeForInsert(of: row.id.entityName, assigned: request.assignments[row.id])
+            let assigned = request.assignments.isEmpty ? nil : request.assignments[row.id]
+            let store: any PersistentStore
+            if assigned == nil, let known = routed[row.id.entityName] {
+                store = known
+            } else {
+                store = try storeForInsert(of: row.id.entityName, assigned: assigned)
+                if assigned == nil { routed[row.id.entityName] = store }
+            }
             storesByID[store.identifier] = store
             grouped[store.identifier, default: [:]][row.id.entityName, default: []].append(row.id)
         }
         var permanent: [ObjectID: ObjectID] = [:]
+        permanent.reserveCapacity(request.inserts.count)
         for (identifier, byEntity) in grouped {
             for (entity, temporary) in byEntity {
                 let issued = try storesByID[identifier]!.newObjectIDs(entity: entity, count: temporary.count)
@@ -99,6 +108,8 @@ extension StoreCoordinator {
         func references(
             _ toOne: [String: ObjectID?], _ toMany: [String: [ObjectID]], owner: String, entity: String
         ) throws(StoreError) -> ([String: ObjectID?], [String: [ObjectID]]) {
+            // Most rows refer to nothing (or only to saved objects of their store): no rewrite.
+            if toOne.values.allSatisfy({ $0 == nil }) && toMany.values.allSatisfy(\.isEmpty) { return (toOne, toMany) }
             var one: [String: ObjectID?] = [:]
             var many: [String: [ObjectID]] = [:]
             for (name, value) in toOne {
@@ -152,7 +163,11 @@ extension StoreCoordinator {
         var versions: [ObjectID: Int64] = [:]
         for part in prepared {
             try part.commit()
-            versions.merge(part.versions) { _, new in new }
+            if versions.isEmpty {
+                versions = part.versions
+            } else {
+                versions.merge(part.versions) { _, new in new }
+            }
         }
         return SaveResult(permanentIDs: permanent, versions: versions, changesByStore: summaries)
     }

@@ -44,6 +44,10 @@ extension ObjectModel {
 
     /// How relationship `name` of `entity` is stored.
     public func storage(of name: String, in entity: String) -> RelationshipStorage? {
+        storages[entity]?[name]
+    }
+
+    func computeStorage(of name: String, in entity: String) -> RelationshipStorage? {
         guard let relationship = relationship(name, of: entity), let inverse = inverse(of: name, of: entity) else {
             return nil
         }

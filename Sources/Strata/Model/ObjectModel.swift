@@ -15,6 +15,8 @@ public struct ObjectModel: Sendable {
     public let configurations: [ConfigurationDescription]
 
     let resolved: [String: ResolvedEntity]
+    /// How each relationship is stored, by entity and name, worked out once.
+    private(set) var storages: [String: [String: RelationshipStorage]] = [:]
 
     /// Builds and validates a model.
     /// - Throws: ``ModelError`` of kind `.invalid` naming every problem.
@@ -30,6 +32,14 @@ public struct ObjectModel: Sendable {
         let issues = validator.validate()
         guard issues.isEmpty else { throw ModelError(.invalid, issues: issues) }
         resolved = ResolvedEntity.resolve(entities: entities, configurations: configurations)
+        var storages: [String: [String: RelationshipStorage]] = [:]
+        for entity in entities {
+            for relationship in relationships(of: entity.name) {
+                storages[entity.name, default: [:]][relationship.name] = computeStorage(
+                    of: relationship.name, in: entity.name)
+            }
+        }
+        self.storages = storages
     }
 
     /// The entity named `name`.
@@ -66,6 +76,12 @@ public struct ObjectModel: Sendable {
         guard let relationship = relationship(name, of: entity), let inverse = relationship.inverse else { return nil }
         return self.relationship(inverse, of: relationship.destination)
     }
+
+    /// The positions of `entity`'s attributes, shared by every object of it.
+    public func attributeLayout(of entity: String) -> AttributeLayout? { resolved[entity]?.layout }
+
+    /// The resolved description of `entity`, for paths that look up several of its parts.
+    func resolvedEntity(_ entity: String) -> ResolvedEntity? { resolved[entity] }
 
     /// The root of `entity`'s inheritance hierarchy (the entity itself when it has no parent).
     public func rootEntity(of entity: String) -> String { resolved[entity]?.root ?? entity }
@@ -152,17 +168,62 @@ extension ObjectModel: Equatable {
     }
 }
 
-/// An entity with its inherited properties gathered, computed once when a model is built.
-struct ResolvedEntity: Sendable {
-    var entity: EntityDescription
-    var root: String
-    var family: [String]
-    var configurations: [String]
-    var attributes: [AttributeDescription]
-    var relationships: [RelationshipDescription]
-    var fetchedProperties: [FetchedPropertyDescription]
-    var attributesByName: [String: AttributeDescription]
-    var relationshipsByName: [String: RelationshipDescription]
+/// An entity with its inherited properties gathered, computed once when a model is built (a class,
+/// so that a lookup on a hot path retains one reference instead of copying every field).
+final class ResolvedEntity: Sendable {
+    let entity: EntityDescription
+    let root: String
+    let family: [String]
+    let configurations: [String]
+    let attributes: [AttributeDescription]
+    let relationships: [RelationshipDescription]
+    let fetchedProperties: [FetchedPropertyDescription]
+    let attributesByName: [String: AttributeDescription]
+    let relationshipsByName: [String: RelationshipDescription]
+    /// The attributes with a rule to validate (required, bounds, lengths, pattern); values of the
+    /// others were checked against their type when set.
+    let ruledAttributes: [AttributeDescription]
+    /// The positions of the entity's attributes, shared by every object of it.
+    let layout: AttributeLayout
+    /// A new object's values: every attribute's default (or null), empty relationships.
+    let newAttributes: AttributeValues
+    let newToOne: [String: ObjectID?]
+    let newToMany: [String: [ObjectID]]
+
+    init(
+        entity: EntityDescription, root: String, family: [String], configurations: [String],
+        attributes: [AttributeDescription], relationships: [RelationshipDescription],
+        fetchedProperties: [FetchedPropertyDescription]
+    ) {
+        self.entity = entity
+        self.root = root
+        self.family = family
+        self.configurations = configurations
+        self.attributes = attributes
+        self.relationships = relationships
+        self.fetchedProperties = fetchedProperties
+        ruledAttributes = attributes.filter {
+            !$0.isOptional || $0.minValue != nil || $0.maxValue != nil || $0.minLength != nil || $0.maxLength != nil
+                || $0.regex != nil
+        }
+        attributesByName = Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        relationshipsByName = Dictionary(relationships.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var names: [String] = []
+        var defaults: [AttributeValue?] = []
+        for attribute in attributes where !names.contains(attribute.name) {
+            names.append(attribute.name)
+            defaults.append(attribute.defaultValue ?? .null)
+        }
+        layout = AttributeLayout(names)
+        newAttributes = AttributeValues(layout: layout, slots: defaults)
+        var toOne: [String: ObjectID?] = [:]
+        var toMany: [String: [ObjectID]] = [:]
+        for relationship in relationships {
+            if relationship.isToMany { toMany[relationship.name] = [] } else { toOne[relationship.name] = .some(nil) }
+        }
+        newToOne = toOne
+        newToMany = toMany
+    }
 
     static func resolve(
         entities: [EntityDescription], configurations: [ConfigurationDescription]
@@ -190,11 +251,7 @@ struct ResolvedEntity: Sendable {
                 configurations: configurations.filter { $0.entities.contains(entity.name) }.map(\.name),
                 attributes: attributes,
                 relationships: relationships,
-                fetchedProperties: lineage.flatMap(\.fetchedProperties),
-                attributesByName: Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }),
-                relationshipsByName: Dictionary(
-                    relationships.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-            )
+                fetchedProperties: lineage.flatMap(\.fetchedProperties))
         }
         return resolved
     }

@@ -115,33 +115,35 @@ final class SQLiteStatement {
     }
 
     func bind(_ values: [SQLiteValue]) throws(SQLiteError) {
-        for (offset, value) in values.enumerated() {
-            let index = Int32(offset + 1)
-            let status: Int32
-            switch value {
-            case .null: status = sqlite3_bind_null(handle, index)
-            case .integer(let i): status = sqlite3_bind_int64(handle, index, i)
-            case .real(let d): status = sqlite3_bind_double(handle, index, d)
-            case .text(let s):
-                // An explicit byte count keeps text with NUL characters whole.
-                var text = s
-                status = text.withUTF8 { bytes in
-                    guard let base = bytes.baseAddress, !bytes.isEmpty else {
-                        return sqlite3_bind_text(handle, index, "", 0, nil)
-                    }
-                    return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                        sqlite3_bind_text(handle, index, $0, Int32(bytes.count), csqlite_transient())
-                    }
+        for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
+    }
+
+    /// Binds one value to parameter `index` (1-based).
+    func bind(_ value: SQLiteValue, at index: Int32) throws(SQLiteError) {
+        let status: Int32
+        switch value {
+        case .null: status = sqlite3_bind_null(handle, index)
+        case .integer(let i): status = sqlite3_bind_int64(handle, index, i)
+        case .real(let d): status = sqlite3_bind_double(handle, index, d)
+        case .text(let s):
+            // An explicit byte count keeps text with NUL characters whole.
+            var text = s
+            status = text.withUTF8 { bytes in
+                guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                    return sqlite3_bind_text(handle, index, "", 0, nil)
                 }
-            case .blob(let data):
-                status = data.withUnsafeBytes { bytes in
-                    sqlite3_bind_blob64(
-                        handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), UInt64(bytes.count),
-                        csqlite_transient())
+                return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    sqlite3_bind_text(handle, index, $0, Int32(bytes.count), csqlite_transient())
                 }
             }
-            guard status == SQLITE_OK else { throw connection.error(sql: sql, code: status) }
+        case .blob(let data):
+            status = data.withUnsafeBytes { bytes in
+                sqlite3_bind_blob64(
+                    handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), UInt64(bytes.count),
+                    csqlite_transient())
+            }
         }
+        guard status == SQLITE_OK else { throw connection.error(sql: sql, code: status) }
     }
 
     /// Steps once: true when a row is available.

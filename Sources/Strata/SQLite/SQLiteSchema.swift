@@ -30,12 +30,41 @@ struct SQLiteSchema: Sendable {
         }
     }
 
+    /// What the per-row paths need of a column. A class, so that walking a row's columns copies
+    /// one reference per column rather than a whole attribute description.
+    final class ColumnInfo: Sendable {
+        let name: String
+        /// The attribute's type; nil for a foreign key.
+        let type: AttributeType?
+        /// For a foreign key: the related entity, and whether its table holds several entities
+        /// (then the concrete one is looked up).
+        let destination: String
+        let destinationIsHierarchy: Bool
+
+        init(_ column: Column, model: ObjectModel, tables: [String: Table]) {
+            name = column.name
+            switch column {
+            case .attribute(let attribute):
+                type = attribute.type
+                destination = ""
+                destinationIsHierarchy = false
+            case .foreignKey(let relationship):
+                type = nil
+                destination = relationship.destination
+                destinationIsHierarchy =
+                    (tables[model.rootEntity(of: relationship.destination)]?.entities.count ?? 1) > 1
+            }
+        }
+    }
+
     /// The table of one hierarchy.
     struct Table: Sendable {
         var name: String
         var columns: [Column]
         /// The concrete entities stored in it.
         var entities: [String]
+        /// `columns` as ``ColumnInfo``s.
+        var infos: [ColumnInfo] = []
     }
 
     let model: ObjectModel
@@ -44,6 +73,21 @@ struct SQLiteSchema: Sendable {
     let joinTables: [JoinTableDescription]
     /// The columns (in table order) that belong to each entity.
     let columnsByEntity: [String: [Column]]
+    /// `columnsByEntity` as ``ColumnInfo``s.
+    let infosByEntity: [String: [ColumnInfo]]
+
+    /// How to read or write one entity's row positionally.
+    struct RowPlan: Sendable {
+        /// The entity's attribute layout.
+        var layout: AttributeLayout
+        /// For each layout position: the attribute's column in its table (0-based) and its type.
+        var attributes: [(column: Int32, type: AttributeType)]
+        /// The entity's foreign-key columns, with their column in the table.
+        var foreignKeys: [(column: Int32, info: ColumnInfo)]
+    }
+
+    /// Each entity's ``RowPlan``.
+    let rowPlans: [String: RowPlan]
     /// `SELECT _pk, _entity, _version, columns… FROM table WHERE _pk = ?`, per table.
     let selectByKey: [String: String]
     /// `INSERT INTO table (_pk, _entity, _version, the entity's columns…) VALUES (?, …)`, per entity.
@@ -66,8 +110,27 @@ struct SQLiteSchema: Sendable {
             columnsByEntity[entity] = own
             tables[root] = table
         }
+        for (name, table) in tables {
+            tables[name]!.infos = table.columns.map { ColumnInfo($0, model: model, tables: tables) }
+        }
         self.tables = tables
         self.columnsByEntity = columnsByEntity
+        infosByEntity = columnsByEntity.mapValues { $0.map { ColumnInfo($0, model: model, tables: tables) } }
+        var plans: [String: RowPlan] = [:]
+        for entity in entities {
+            guard let layout = model.attributeLayout(of: entity), let table = tables[model.rootEntity(of: entity)]
+            else { continue }
+            let position = { (name: String) in Int32(table.columns.firstIndex { $0.name == name } ?? 0) }
+            let types = Dictionary(
+                model.attributes(of: entity).map { ($0.name, $0.type) }, uniquingKeysWith: { first, _ in first })
+            plans[entity] = RowPlan(
+                layout: layout,
+                attributes: layout.names.map { (position($0), types[$0]!) },
+                foreignKeys: table.infos.enumerated().filter { offset, info in
+                    info.type == nil && (columnsByEntity[entity] ?? []).contains { $0.name == info.name }
+                }.map { (Int32($0.offset), $0.element) })
+        }
+        rowPlans = plans
         joinTables = model.joinTables(for: entities).filter { entities.contains($0.sourceEntity) }
         // Statements built once: the per-row paths only look them up.
         selectByKey = tables.mapValues { table in
@@ -76,8 +139,11 @@ struct SQLiteSchema: Sendable {
                 + " FROM \(Self.quote(table.name)) WHERE \"_pk\" = ?"
         }
         var inserts: [String: String] = [:]
-        for (entity, columns) in columnsByEntity {
-            let names = ["\"_pk\"", "\"_entity\"", "\"_version\""] + columns.map { Self.quote($0.name) }
+        // Columns in the order the save binds them: attributes by layout, then foreign keys.
+        for (entity, plan) in plans {
+            let names =
+                ["\"_pk\"", "\"_entity\"", "\"_version\""] + plan.layout.names.map(Self.quote)
+                + plan.foreignKeys.map { Self.quote($0.info.name) }
             let table = Self.quote(model.rootEntity(of: entity))
             inserts[entity] =
                 "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"

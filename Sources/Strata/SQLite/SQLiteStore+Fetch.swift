@@ -61,9 +61,8 @@ extension SQLiteStore {
             sql += " LIMIT ? OFFSET ?"
             allArguments += [.integer(Int64(request.fetchLimit ?? -1)), .integer(Int64(request.fetchOffset))]
         }
-        let columns = table.columns
         return try read { db in
-            try db.query(sql, allArguments) { statement in try self.decodeRow(statement, columns: columns, db: db) }
+            try db.query(sql, allArguments) { statement in try self.decodeRow(statement, db: db) }
         }
     }
 
@@ -79,32 +78,38 @@ extension SQLiteStore {
         let sql = schema.selectByKey[table.name]!
         return try read { db in
             try db.query(sql, [.integer(pk)]) { statement in
-                try self.decodeRow(statement, columns: table.columns, db: db)
+                try self.decodeRow(statement, db: db)
             }.first
         }
     }
 
-    /// Decodes the current row of a `SELECT _pk, _entity, _version, columns…`.
-    func decodeRow(_ statement: SQLiteStatement, columns: [SQLiteSchema.Column], db: SQLiteConnection) throws
-        -> StoreRow
-    {
+    /// Decodes the current row of a `SELECT _pk, _entity, _version, columns…` (the table's columns
+    /// in table order), positionally through the entity's ``SQLiteSchema/RowPlan``.
+    func decodeRow(_ statement: SQLiteStatement, db: SQLiteConnection) throws -> StoreRow {
         let entity = statement.text(1)
-        var row = StoreRow(
-            id: ObjectID(store: metadata.identifier, entity: entity, primaryKey: statement.int64(0)),
-            version: statement.int64(2))
-        let own = Set((schema.columnsByEntity[entity] ?? []).map(\.name))
-        for (offset, column) in columns.enumerated() where own.contains(column.name) {
-            let index = Int32(offset + 3)
-            switch column {
-            case .attribute(let attribute):
-                row.attributes[attribute.name] = SQLiteSchema.decode(statement, index, as: attribute.type)
-            case .foreignKey(let relationship):
-                row.toOne[relationship.name] =
-                    statement.isNull(index)
-                    ? .some(nil) : try objectID(relationship.destination, statement.int64(index), db: db)
+        guard let plan = schema.rowPlans[entity] else {
+            throw StoreError(
+                .io, "row \(statement.int64(0)) names entity '\(entity)', which the store does not hold", storeURL: url)
+        }
+        var slots: [AttributeValue?] = []
+        slots.reserveCapacity(plan.attributes.count)
+        for (column, type) in plan.attributes { slots.append(SQLiteSchema.decode(statement, column + 3, as: type)) }
+        var toOne: [String: ObjectID?] = [:]
+        for (column, info) in plan.foreignKeys {
+            let index = column + 3
+            if statement.isNull(index) {
+                toOne[info.name] = .some(nil)
+            } else {
+                let pk = statement.int64(index)
+                toOne[info.name] =
+                    info.destinationIsHierarchy
+                    ? try objectID(info.destination, pk, db: db)
+                    : ObjectID(store: metadata.identifier, entity: info.destination, primaryKey: pk)
             }
         }
-        return row
+        return StoreRow(
+            id: ObjectID(store: metadata.identifier, entity: entity, primaryKey: statement.int64(0)),
+            version: statement.int64(2), attributes: AttributeValues(layout: plan.layout, slots: slots), toOne: toOne)
     }
 
     /// The ID of the object with primary key `pk` in `entity`'s table; looks up the concrete entity

@@ -34,14 +34,17 @@ extension SQLiteStore {
     private func foreignKey(_ value: ObjectID?, _ relationship: RelationshipDescription) throws(StoreError)
         -> SQLiteValue
     {
+        try foreignKey(value, name: relationship.name, destination: relationship.destination)
+    }
+
+    private func foreignKey(_ value: ObjectID?, name: String, destination: String) throws(StoreError) -> SQLiteValue {
         guard let value else { return .null }
         guard value.storeIdentifier == metadata.identifier, let pk = value.primaryKey,
-            model.entity(value.entityName, isKindOf: relationship.destination)
+            value.entityName == destination || model.entity(value.entityName, isKindOf: destination)
         else {
             throw StoreError(
-                .invalidRequest,
-                "'\(relationship.name)' must refer to a \(relationship.destination) in the same store, not \(value)",
-                storeURL: url, entity: relationship.destination, fields: [relationship.name])
+                .invalidRequest, "'\(name)' must refer to a \(destination) in the same store, not \(value)",
+                storeURL: url, entity: destination, fields: [name])
         }
         return .integer(pk)
     }
@@ -78,20 +81,57 @@ extension SQLiteStore {
                 "objects changed since they were read: " + conflicts.map(\.description).joined(separator: "; "),
                 storeURL: url, conflicts: conflicts)
         }
+        // One prepared INSERT per entity, bound value by value: no SQL text or argument array per row.
+        // Its columns are the entity's attributes in layout order, then its foreign keys.
+        var inserts: [String: (statement: SQLiteStatement, plan: SQLiteSchema.RowPlan)] = [:]
+        versions.reserveCapacity(changes.inserts.count + changes.updates.count)
         for row in changes.inserts {
-            _ = try table(for: row.id)  // checks the ID belongs to this store
-            let columns = schema.columnsByEntity[row.id.entityName] ?? []
-            var arguments: [SQLiteValue] = [.integer(row.id.primaryKey!), .text(row.id.entityName), .integer(1)]
-            for column in columns {
-                switch column {
-                case .attribute(let attribute):
-                    arguments.append(SQLiteSchema.encode(row.attributes[attribute.name] ?? .null))
-                case .foreignKey(let relationship):
-                    arguments.append(try foreignKey(row.toOne[relationship.name] ?? nil, relationship))
-                }
+            let entity = row.id.entityName
+            guard let pk = row.id.primaryKey, row.id.storeIdentifier == metadata.identifier else {
+                _ = try table(for: row.id)  // throws: the ID does not belong to this store
+                continue
             }
-            let sql = schema.insertByEntity[row.id.entityName]!
-            try write(db, sql, arguments, entity: row.id.entityName)
+            var prepared = inserts[entity]
+            if prepared == nil {
+                _ = try table(for: row.id)
+                guard let plan = schema.rowPlans[entity] else {
+                    throw StoreError(
+                        .invalidRequest, "the store does not hold \(entity)", storeURL: url, entity: entity)
+                }
+                do {
+                    prepared = (try db.statement(schema.insertByEntity[entity]!), plan)
+                } catch {
+                    throw storeError(error, entity: entity)
+                }
+                inserts[entity] = prepared
+            }
+            let (statement, plan) = prepared!
+            do {
+                try statement.bind(.integer(pk), at: 1)
+                try statement.bind(.text(entity), at: 2)
+                try statement.bind(.integer(1), at: 3)
+                var index: Int32 = 4
+                let positional = row.attributes.follows(plan.layout)
+                for (position, name) in plan.layout.names.enumerated() {
+                    let value = positional ? row.attributes[position: position] : row.attributes[name]
+                    try statement.bind(SQLiteSchema.encode(value ?? .null), at: index)
+                    index += 1
+                }
+                for (_, column) in plan.foreignKeys {
+                    let target = try foreignKey(
+                        row.toOne[column.name] ?? nil, name: column.name, destination: column.destination)
+                    try statement.bind(target, at: index)
+                    index += 1
+                }
+                defer { statement.reset() }
+                while try statement.step() {}
+            } catch let error as SQLiteError {
+                throw storeError(error, entity: entity)
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw StoreError(.io, "SQLite write failed: \(error)", storeURL: url, entity: entity)
+            }
             versions[row.id] = 1
         }
         for update in changes.updates {
@@ -150,7 +190,10 @@ extension SQLiteStore {
     /// Writes join-table relationships: the non-source sides first, then the source sides, whose
     /// lists also fix the order.
     private func writeToMany(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) {
-        let lists = changes.inserts.map { ($0.id, $0.toMany) } + changes.updates.map { ($0.id, $0.toMany) }
+        // A new row has no join rows yet: only inserts with members need writing.
+        let lists =
+            changes.inserts.lazy.filter { $0.toMany.values.contains { !$0.isEmpty } }.map { ($0.id, $0.toMany) }
+            + changes.updates.map { ($0.id, $0.toMany) }
         for pass in [false, true] {
             for (id, toMany) in lists {
                 for (name, targets) in toMany.sorted(by: { $0.key < $1.key }) {
@@ -195,20 +238,24 @@ extension SQLiteStore {
         do {
             try db.run(sql, arguments)
         } catch {
-            if error.isUniqueViolation {
-                // SQLite says "UNIQUE constraint failed: Book.title, Book.author".
-                let fields =
-                    error.message.components(separatedBy: ": ").last?.components(separatedBy: ", ").map {
-                        String($0.split(separator: ".").last ?? Substring($0))
-                    } ?? []
-                throw StoreError(
-                    .uniqueViolation, "another \(entity) already has the same \(fields.joined(separator: " and "))",
-                    storeURL: url,
-                    entity: entity, fields: fields, underlying: error)
-            }
-            throw StoreError(
-                .io, "SQLite write failed: \(error.message)", storeURL: url, entity: entity, underlying: error)
+            throw storeError(error, entity: entity)
         }
+    }
+
+    /// A failed write as a store error: UNIQUE failures become `.uniqueViolation` naming the fields.
+    private func storeError(_ error: SQLiteError, entity: String) -> StoreError {
+        if error.isUniqueViolation {
+            // SQLite says "UNIQUE constraint failed: Book.title, Book.author".
+            let fields =
+                error.message.components(separatedBy: ": ").last?.components(separatedBy: ", ").map {
+                    String($0.split(separator: ".").last ?? Substring($0))
+                } ?? []
+            return StoreError(
+                .uniqueViolation, "another \(entity) already has the same \(fields.joined(separator: " and "))",
+                storeURL: url, entity: entity, fields: fields, underlying: error)
+        }
+        return StoreError(
+            .io, "SQLite write failed: \(error.message)", storeURL: url, entity: entity, underlying: error)
     }
 
     private func sqlite<T>(_ body: () throws -> T) throws(StoreError) -> T {

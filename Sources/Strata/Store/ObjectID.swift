@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The identity of a managed object: the store that holds it, its entity, and a key.
 ///
@@ -33,15 +34,11 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         key = .temporary(number)
     }
 
-    private static let nextTemporary = Locked<UInt64>(0)
+    private static let nextTemporary = Atomic<UInt64>(0)
 
     /// A new temporary ID for an object of `entity`.
     public static func temporary(entity: String) -> ObjectID {
-        let number = nextTemporary.withLock { value -> UInt64 in
-            value += 1
-            return value
-        }
-        return ObjectID(temporary: entity, number: number)
+        ObjectID(temporary: entity, number: nextTemporary.wrappingAdd(1, ordering: .relaxed).newValue)
     }
 
     /// Whether the ID is temporary.
@@ -67,4 +64,15 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { uri }
+
+    /// Hashes the key and the entity name's length only: IDs are dictionary keys on every hot path,
+    /// and hashing the store's 36-character UUID and the entity's name each time cost more than
+    /// the rare collision it avoids (equality still compares every part).
+    public func hash(into hasher: inout Hasher) {
+        switch key {
+        case .permanent(let pk): hasher.combine(pk)
+        case .temporary(let number): hasher.combine(~number)
+        }
+        hasher.combine(entityName.utf8.count)
+    }
 }

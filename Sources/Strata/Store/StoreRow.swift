@@ -10,7 +10,7 @@ public struct StoreRow: Sendable, Hashable {
     /// The optimistic-locking version: 1 after the first save, one more after each update.
     public var version: Int64
     /// Attribute values by name.
-    public var attributes: [String: AttributeValue]
+    public var attributes: AttributeValues
     /// To-one relationships by name.
     public var toOne: [String: ObjectID?]
     /// To-many relationships by name, in order; only those being written.
@@ -18,7 +18,7 @@ public struct StoreRow: Sendable, Hashable {
 
     /// Creates a row.
     public init(
-        id: ObjectID, version: Int64 = 0, attributes: [String: AttributeValue] = [:],
+        id: ObjectID, version: Int64 = 0, attributes: AttributeValues = [:],
         toOne: [String: ObjectID?] = [:], toMany: [String: [ObjectID]] = [:]
     ) {
         self.id = id
@@ -26,6 +26,14 @@ public struct StoreRow: Sendable, Hashable {
         self.attributes = attributes
         self.toOne = toOne
         self.toMany = toMany
+    }
+
+    /// Creates a row from attribute values given as a dictionary.
+    public init(
+        id: ObjectID, version: Int64 = 0, attributes: [String: AttributeValue], toOne: [String: ObjectID?] = [:],
+        toMany: [String: [ObjectID]] = [:]
+    ) {
+        self.init(id: id, version: version, attributes: AttributeValues(attributes), toOne: toOne, toMany: toMany)
     }
 
     /// The value of attribute `name`, `.null` when absent.

@@ -6,6 +6,64 @@ import Strata
 struct ObjectCodec {
     let model: ObjectModel
 
+    /// One member of an entity's JSON form.
+    enum Member {
+        case id, version
+        case attribute(String)
+        case toOne(String)
+        case toMany(String)
+    }
+
+    /// Each entity's members in key order, each with its `"key":` bytes, for rendering stored rows
+    /// straight to bytes.
+    let members: [String: [(key: [UInt8], member: Member)]]
+
+    init(model: ObjectModel) {
+        self.model = model
+        var members: [String: [(key: [UInt8], member: Member)]] = [:]
+        for entity in model.entityNames {
+            var list: [(String, Member)] = [("id", .id), ("version", .version)]
+            list += model.attributes(of: entity).map { ($0.name, .attribute($0.name)) }
+            list += model.relationships(of: entity).map { ($0.name, $0.isToMany ? .toMany($0.name) : .toOne($0.name)) }
+            members[entity] = list.sorted { $0.0 < $1.0 }.map { name, member in
+                var key: [UInt8] = []
+                JSONValue.writeString(name, to: &key)
+                key.append(UInt8(ascii: ":"))
+                return (key, member)
+            }
+        }
+        self.members = members
+    }
+
+    /// The JSON form of a stored row (the same bytes ``render(_:)`` gives for the object), with the
+    /// contents of its to-many relationships.
+    func render(row: StoreRow, toMany: [String: [ObjectID]]) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(512)
+        func writeKey(_ id: ObjectID?) {
+            if let pk = id?.primaryKey { JSONValue.writeInteger(pk, to: &out) } else { out += Array("null".utf8) }
+        }
+        for (index, (key, member)) in (members[row.id.entityName] ?? []).enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out += key
+            switch member {
+            case .id: writeKey(row.id)
+            case .version: JSONValue.writeInteger(row.version, to: &out)
+            case .attribute(let name): row[attribute: name].json.write(to: &out)
+            case .toOne(let name): writeKey(row.toOne[name] ?? nil)
+            case .toMany(let name):
+                out.append(UInt8(ascii: "["))
+                for (position, id) in (toMany[name] ?? []).enumerated() {
+                    if position > 0 { out.append(UInt8(ascii: ",")) }
+                    writeKey(id)
+                }
+                out.append(UInt8(ascii: "]"))
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     /// The JSON form of an object: id, version, every attribute (null when nil), every to-one as an
     /// id or null, every to-many as an array of ids.
     func render(_ object: ManagedObject) throws(ContextError) -> JSONValue {

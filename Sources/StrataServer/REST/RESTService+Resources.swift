@@ -39,23 +39,33 @@ extension RESTService {
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
     }
 
+    /// One object, rendered from its stored row: a read sees committed state only, so it needs no
+    /// context (the same answer a fresh context gives, without building one).
     func read(_ entity: String, _ id: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         if !request.query.isEmpty { throw Problem.badRequest("a single object takes no query parameters") }
-        let context = readContext()
-        let objectID = try objectID(entity, id, in: context)
-        do {
-            let object = try context.object(with: objectID)
-            let etag = ObjectCodec.etag(object.version)
-            if let header = request.header("if-none-match") {
-                let tags = try Self.entityTags(header)
-                if tags == nil || tags!.contains(object.version) {
-                    return HTTPResponse(status: 304, headers: [("ETag", etag)])
-                }
+        let row = try storedRow(entity, id)
+        let etag = ObjectCodec.etag(row.version)
+        if let header = request.header("if-none-match") {
+            let tags = try Self.entityTags(header)
+            if tags == nil || tags!.contains(row.version) {
+                return HTTPResponse(status: 304, headers: [("ETag", etag)])
             }
-            return json(200, try codec.render(object), headers: [("ETag", etag)])
-        } catch {
-            throw Problem.from(error)
         }
+        return HTTPResponse(
+            status: 200, headers: [("Content-Type", "application/json"), ("ETag", etag)], body: try render(row))
+    }
+
+    /// The JSON bytes of a stored row, its to-many relationships read from the store.
+    func render(_ row: StoreRow) throws(Problem) -> [UInt8] {
+        var lists: [String: [ObjectID]] = [:]
+        do {
+            for relationship in model.relationships(of: row.id.entityName) where relationship.isToMany {
+                lists[relationship.name] = try coordinator.relatedIDs(of: row.id, relationship: relationship.name)
+            }
+        } catch {
+            throw Problem(error)
+        }
+        return codec.render(row: row, toMany: lists)
     }
 
     func property(_ entity: String, _ id: String, _ name: String, _ request: HTTPRequest) throws(Problem)
@@ -246,28 +256,40 @@ extension RESTService {
     /// IDs and new versions) from the stores rather than the shared root.
     func render(_ outcome: WriteOutcome, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let minimal = (request.header("prefer") ?? "").lowercased().contains("return=minimal")
-        let reader = readContext()
-        do {
-            switch outcome {
-            case .empty(let status): return HTTPResponse(status: status)
-            case .object(let id, let status, let location):
-                let object = try reader.object(with: root.permanentID(for: id))
-                var headers: [(name: String, value: String)] = [("ETag", ObjectCodec.etag(object.version))]
-                if location, let pk = object.objectID.primaryKey {
-                    headers.append(("Location", "/\(model.resourcePath(of: object.entityName))/\(pk)"))
-                }
-                if minimal {
-                    return HTTPResponse(status: status, headers: headers + [("Preference-Applied", "return=minimal")])
-                }
-                return json(status, try codec.render(object), headers: headers)
-            case .objects(let ids, let status):
-                if minimal { return HTTPResponse(status: status, headers: [("Preference-Applied", "return=minimal")]) }
-                var items: [JSONValue] = []
-                for id in ids { items.append(try codec.render(try reader.object(with: root.permanentID(for: id)))) }
-                return json(status, .array(items))
+        func savedRow(_ id: ObjectID) throws(Problem) -> StoreRow {
+            let permanent = root.permanentID(for: id)
+            let row: StoreRow?
+            do {
+                row = try coordinator.row(for: permanent)
+            } catch {
+                throw Problem(error)
             }
-        } catch {
-            throw Problem(error)
+            // Deleted by a concurrent request between the commit and now.
+            guard let row else { throw Problem.notFound("\(permanent.entityName) was deleted meanwhile") }
+            return row
+        }
+        switch outcome {
+        case .empty(let status): return HTTPResponse(status: status)
+        case .object(let id, let status, let location):
+            let row = try savedRow(id)
+            var headers: [(name: String, value: String)] = [("ETag", ObjectCodec.etag(row.version))]
+            if location, let pk = row.id.primaryKey {
+                headers.append(("Location", "/\(pathByEntity[row.id.entityName] ?? row.id.entityName)/\(pk)"))
+            }
+            if minimal {
+                return HTTPResponse(status: status, headers: headers + [("Preference-Applied", "return=minimal")])
+            }
+            return HTTPResponse(
+                status: status, headers: [("Content-Type", "application/json")] + headers, body: try render(row))
+        case .objects(let ids, let status):
+            if minimal { return HTTPResponse(status: status, headers: [("Preference-Applied", "return=minimal")]) }
+            var body: [UInt8] = [UInt8(ascii: "[")]
+            for (index, id) in ids.enumerated() {
+                if index > 0 { body.append(UInt8(ascii: ",")) }
+                body += try render(try savedRow(id))
+            }
+            body.append(UInt8(ascii: "]"))
+            return HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: body)
         }
     }
 

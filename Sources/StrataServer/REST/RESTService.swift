@@ -15,6 +15,8 @@ public final class RESTService: Sendable {
     public let metrics: Metrics
     let codec: ObjectCodec
     let resources: [String: String]
+    /// Each entity's resource path segment (the inverse of `resources`).
+    let pathByEntity: [String: String]
     let storeByEntity: [String: String]
     /// The OpenAPI document, if one is served.
     let openAPI: (@Sendable () -> (json: String, yaml: String))?
@@ -48,6 +50,7 @@ public final class RESTService: Sendable {
             stores[entity] = holders[0].identifier
         }
         self.resources = resources
+        pathByEntity = Dictionary(resources.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         storeByEntity = stores
         root.observeSaves { changes in metrics.recordSave(stores: Array(changes.byStore.keys)) }
         // Keep the root's cache from growing with every object ever written.
@@ -65,7 +68,9 @@ public final class RESTService: Sendable {
             response = error.response
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        metrics.record(route: route.template(model), method: request.method, status: response.status, seconds: seconds)
+        metrics.record(
+            route: route.template { pathByEntity[$0] ?? $0 }, method: request.method, status: response.status,
+            seconds: seconds)
         return response
     }
 
@@ -115,25 +120,40 @@ public final class RESTService: Sendable {
 
     func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> HTTPResponse {
         HTTPResponse(
-            status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(value.jsonText.utf8))
+            status: status, headers: [("Content-Type", "application/json")] + headers, body: value.jsonBytes)
     }
 
     /// The ID of object `id` of `entity` (the concrete subentity when the row is one).
     func objectID(_ entity: String, _ id: String, in context: ObjectContext) throws(Problem) -> ObjectID {
+        do throws(Problem) {
+            return try storedRow(entity, id).id
+        } catch {
+            // Objects inserted earlier in the same batch live only in the context.
+            guard error.status == 404, let pk = Int64(id), pk > 0, let store = storeByEntity[entity] else {
+                throw error
+            }
+            let guess = ObjectID(store: store, entity: entity, primaryKey: pk)
+            if (try? context.object(with: guess)) != nil { return guess }
+            throw error
+        }
+    }
+
+    /// The stored row of object `id` of `entity` (or of a subentity).
+    /// - Throws: a 404 ``Problem`` when there is none.
+    func storedRow(_ entity: String, _ id: String) throws(Problem) -> StoreRow {
         guard let pk = Int64(id), pk > 0, let store = storeByEntity[entity] else {
             throw Problem.notFound("'\(id)' is not an id of \(entity): ids are positive integers")
         }
-        let guess = ObjectID(store: store, entity: entity, primaryKey: pk)
         let row: StoreRow?
         do {
-            row = try coordinator.row(for: guess)
+            row = try coordinator.row(for: ObjectID(store: store, entity: entity, primaryKey: pk))
         } catch {
             throw Problem(error)
         }
-        if let row, model.entity(row.id.entityName, isKindOf: entity) { return row.id }
-        // Objects inserted earlier in the same batch live only in the context.
-        if (try? context.object(with: guess)) != nil { return guess }
-        throw Problem.notFound("\(entity) \(id) does not exist")
+        guard let row, model.entity(row.id.entityName, isKindOf: entity) else {
+            throw Problem.notFound("\(entity) \(id) does not exist")
+        }
+        return row
     }
 
     /// The parsed JSON body of a write request.

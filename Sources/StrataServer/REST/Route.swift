@@ -45,7 +45,7 @@ enum Route: Equatable {
     }
 
     /// The route template for metrics (`/books/{id}`).
-    func template(_ model: ObjectModel) -> String {
+    func template(_ resourcePath: (String) -> String) -> String {
         switch self {
         case .index: "/"
         case .live: "/live"
@@ -54,9 +54,9 @@ enum Route: Equatable {
         case .openAPIJSON: "/openapi.json"
         case .openAPIYAML: "/openapi.yaml"
         case .batch: "/_batch"
-        case .collection(let entity): "/\(model.resourcePath(of: entity))"
-        case .item(let entity, _): "/\(model.resourcePath(of: entity))/{id}"
-        case .property(let entity, _, let name): "/\(model.resourcePath(of: entity))/{id}/\(name)"
+        case .collection(let entity): "/\(resourcePath(entity))"
+        case .item(let entity, _): "/\(resourcePath(entity))/{id}"
+        case .property(let entity, _, let name): "/\(resourcePath(entity))/{id}/\(name)"
         case .unknown: "unknown"
         }
     }

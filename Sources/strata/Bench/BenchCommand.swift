@@ -6,7 +6,7 @@ import StrataServer
 /// the same run, so the ratios hold on a shared, noisy machine.
 enum BenchCommand {
     static let usage = """
-        usage: strata bench [--duration SECONDS] [--soak SECONDS] [--objects N] [--quick]
+        usage: strata bench [--duration SECONDS] [--soak SECONDS] [--objects N] [--only library|http] [--quick]
 
         Runs the library and HTTP benchmarks and prints a table with each scenario's throughput,
         p50/p99 latency, the baseline measured in the same run, and the ratio to its target.
@@ -17,6 +17,7 @@ enum BenchCommand {
           --soak SECONDS       length of the mixed run that checks memory stays flat (default 60;
                                the target is stated for 300)
           --objects N          objects for the library insert/fetch scenarios (default 100000)
+          --only PART          run only the library or only the HTTP scenarios
           --quick              1 s runs, 10,000 objects, 10 s soak: a smoke test of the command
         """
 
@@ -24,6 +25,8 @@ enum BenchCommand {
         var duration = 5
         var soak = 60
         var objects = 100_000
+        var library = true
+        var http = true
     }
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -43,7 +46,7 @@ enum BenchCommand {
                 print(usage)
                 return 0
             case "--quick":
-                settings = Settings(duration: 1, soak: 10, objects: 10_000)
+                (settings.duration, settings.soak, settings.objects) = (1, 10, 10_000)
             case "--duration":
                 guard let number = value() else { return fail("--duration needs a positive number of seconds") }
                 settings.duration = number
@@ -53,11 +56,19 @@ enum BenchCommand {
             case "--objects":
                 guard let number = value() else { return fail("--objects needs a positive number") }
                 settings.objects = number
+            case "--only":
+                guard index + 1 < arguments.count, ["library", "http"].contains(arguments[index + 1]) else {
+                    return fail("--only needs 'library' or 'http'")
+                }
+                index += 1
+                settings.library = arguments[index] == "library"
+                settings.http = arguments[index] == "http"
             default: return fail("unknown option '\(argument)'; see strata bench --help")
             }
             index += 1
         }
-        guard let wrk = Wrk.find() else {
+        let wrk = Wrk.find()
+        if settings.http, wrk == nil {
             return fail("wrk is not installed: apt-get install wrk")
         }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(UUID().uuidString)")
@@ -65,10 +76,14 @@ enum BenchCommand {
         var table = BenchTable()
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            printError("bench: library scenarios (\(settings.objects) objects)…")
-            try LibraryBench(folder: folder, objects: settings.objects).run(into: &table)
-            printError("bench: HTTP scenarios (\(settings.duration) s each)…")
-            try HTTPBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
+            if settings.library {
+                printError("bench: library scenarios (\(settings.objects) objects)…")
+                try LibraryBench(folder: folder, objects: settings.objects).run(into: &table)
+            }
+            if settings.http, let wrk {
+                printError("bench: HTTP scenarios (\(settings.duration) s each)…")
+                try HTTPBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
+            }
         } catch {
             return fail("\(error)")
         }

@@ -31,12 +31,16 @@ struct LibraryBench {
             }
             try context.save()
         }
-        let raw = try RawSQLite(path: folder.appendingPathComponent("raw.sqlite").path)
+        // The baseline writes the same rows into the same table: Strata's own DDL for Book (its
+        // indexes included) and every column, unset ones NULL, as a hand-written client would.
+        let raw = try RawSQLite(
+            path: folder.appendingPathComponent("raw.sqlite").path,
+            schema: try RawSQLite.schema(of: "Book", in: folder.appendingPathComponent("library.sqlite").path))
         let rawInsertSeconds = try Self.seconds { try raw.insertBooks(objects) }
         table.rows.append(
             BenchTable.Row(
                 scenario: "library insert + save", connections: "-", throughput: Double(objects) / insertSeconds,
-                unit: "objects/s", p50: "", p99: "", baseline: "raw prepared INSERTs, one transaction",
+                unit: "objects/s", p50: "", p99: "", baseline: "raw INSERTs, same table, one transaction",
                 baselineValue: Double(objects) / rawInsertSeconds,
                 target: (insertSeconds / rawInsertSeconds, nil, 3)))
 
@@ -55,7 +59,7 @@ struct LibraryBench {
             BenchTable.Row(
                 scenario: "library fetch (predicate + sort)", connections: "-",
                 throughput: Double(objects) / fetchSeconds,
-                unit: "objects/s", p50: "", p99: "", baseline: "raw SELECT … WHERE … ORDER BY",
+                unit: "objects/s", p50: "", p99: "", baseline: "raw SELECT, same table and query",
                 baselineValue: Double(objects) / rawFetchSeconds, target: (fetchSeconds / rawFetchSeconds, nil, 3)))
         if fetched != objects || rawFetched != objects {
             table.notes.append(
@@ -71,19 +75,55 @@ struct LibraryBench {
 /// The baseline: the same table written and read with plain SQLite calls.
 final class RawSQLite {
     let db: OpaquePointer
+    /// The Book table's columns, in table order.
+    let columns: [String]
 
-    init(path: String) throws {
+    /// The simple table the commit-rate baseline writes to.
+    static let plainSchema = [
+        "CREATE TABLE Book (_pk INTEGER PRIMARY KEY, _entity TEXT NOT NULL, _version INTEGER NOT NULL, title TEXT, year INTEGER, rating REAL)"
+    ]
+
+    init(path: String, schema: [String] = plainSchema) throws {
         var handle: OpaquePointer?
         guard sqlite3_open(path, &handle) == SQLITE_OK, let handle else { throw BenchError("cannot open \(path)") }
         db = handle
-        try execute("PRAGMA journal_mode=WAL")
-        try execute("PRAGMA synchronous=FULL")
-        try execute(
-            "CREATE TABLE Book (_pk INTEGER PRIMARY KEY, _entity TEXT NOT NULL, _version INTEGER NOT NULL, title TEXT, year INTEGER, rating REAL)"
-        )
+        var names: [String] = []
+        func run(_ sql: String) throws {
+            guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else {
+                throw BenchError(String(cString: sqlite3_errmsg(handle)))
+            }
+        }
+        try run("PRAGMA journal_mode=WAL")
+        try run("PRAGMA synchronous=FULL")
+        for statement in schema { try run(statement) }
+        var info: OpaquePointer?
+        sqlite3_prepare_v2(handle, "PRAGMA table_info(Book)", -1, &info, nil)
+        while sqlite3_step(info) == SQLITE_ROW { names.append(String(cString: sqlite3_column_text(info, 1))) }
+        sqlite3_finalize(info)
+        columns = names
     }
 
     deinit { sqlite3_close(db) }
+
+    /// The statements that created `table` and its indexes in the SQLite file at `path`.
+    static func schema(of table: String, in path: String) throws -> [String] {
+        var handle: OpaquePointer?
+        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let handle else {
+            throw BenchError("cannot open \(path)")
+        }
+        defer { sqlite3_close(handle) }
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(
+            handle, "SELECT sql FROM sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL ORDER BY type DESC", -1,
+            &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        sqlite3_bind_text(statement, 1, table, -1, csqlite_transient())
+        var statements: [String] = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            statements.append(String(cString: sqlite3_column_text(statement, 0)))
+        }
+        return statements
+    }
 
     func execute(_ sql: String) throws {
         guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
@@ -91,41 +131,74 @@ final class RawSQLite {
         }
     }
 
+    /// Inserts `count` books, every column bound (NULL where the scenario sets nothing), in one
+    /// transaction with one prepared statement.
     func insertBooks(_ count: Int) throws {
         var statement: OpaquePointer?
-        sqlite3_prepare_v2(
-            db, "INSERT INTO Book (_pk, _entity, _version, title, year, rating) VALUES (?, 'Book', 1, ?, ?, ?)", -1,
-            &statement, nil)
+        let sql =
+            "INSERT INTO Book (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK else {
+            throw BenchError(String(cString: sqlite3_errmsg(db)))
+        }
         defer { sqlite3_finalize(statement) }
+        func index(_ name: String) -> Int32 { Int32((columns.firstIndex(of: name) ?? -1) + 1) }
+        let (pk, entity, version, title, year, rating) = (
+            index("_pk"), index("_entity"), index("_version"), index("title"), index("year"), index("rating")
+        )
         try execute("BEGIN")
-        for index in 0..<count {
-            sqlite3_bind_int64(statement, 1, Int64(index + 1))
-            sqlite3_bind_text(statement, 2, "Book \(index)", -1, csqlite_transient())
-            sqlite3_bind_int64(statement, 3, Int64(1900 + index % 120))
-            sqlite3_bind_double(statement, 4, Double(index % 50) / 10)
+        for row in 0..<count {
+            for column in 1...Int32(columns.count) { sqlite3_bind_null(statement, column) }
+            sqlite3_bind_int64(statement, pk, Int64(row + 1))
+            sqlite3_bind_text(statement, entity, "Book", -1, csqlite_transient())
+            sqlite3_bind_int64(statement, version, 1)
+            sqlite3_bind_text(statement, title, "Book \(row)", -1, csqlite_transient())
+            sqlite3_bind_int64(statement, year, Int64(1900 + row % 120))
+            sqlite3_bind_double(statement, rating, Double(row % 50) / 10)
             guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
             sqlite3_reset(statement)
         }
         try execute("COMMIT")
     }
 
-    /// Reads every row into Swift values, as a client of SQLite would.
+    /// A column value as a client reads it.
+    enum Value {
+        case null
+        case integer(Int64)
+        case real(Double)
+        case text(String)
+        case blob([UInt8])
+    }
+
+    /// Reads every column of every matching row into Swift values, as a client of SQLite would.
     func fetchBooks() throws -> Int {
         var statement: OpaquePointer?
         sqlite3_prepare_v2(
-            db, "SELECT _pk, _entity, _version, title, year, rating FROM Book WHERE year >= ? ORDER BY title", -1,
-            &statement, nil)
+            db, "SELECT \(columns.joined(separator: ", ")) FROM Book WHERE year >= ? ORDER BY title", -1, &statement,
+            nil
+        )
         defer { sqlite3_finalize(statement) }
         sqlite3_bind_int64(statement, 1, 1900)
-        var rows: [(Int64, String, Int64, String, Int64, Double)] = []
+        var rows: [[Value]] = []
+        let count = Int32(columns.count)
         while sqlite3_step(statement) == SQLITE_ROW {
-            rows.append(
-                (
-                    sqlite3_column_int64(statement, 0), String(cString: sqlite3_column_text(statement, 1)),
-                    sqlite3_column_int64(statement, 2),
-                    String(cString: sqlite3_column_text(statement, 3)), sqlite3_column_int64(statement, 4),
-                    sqlite3_column_double(statement, 5)
-                ))
+            var row: [Value] = []
+            row.reserveCapacity(Int(count))
+            for column in 0..<count {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
+                case SQLITE_FLOAT: row.append(.real(sqlite3_column_double(statement, column)))
+                case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
+                case SQLITE_BLOB:
+                    let bytes = sqlite3_column_blob(statement, column)?.assumingMemoryBound(to: UInt8.self)
+                    row.append(
+                        .blob(
+                            Array(
+                                UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, column)))))
+                    )
+                default: row.append(.null)
+                }
+            }
+            rows.append(row)
         }
         return rows.count
     }
