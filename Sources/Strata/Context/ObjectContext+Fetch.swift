@@ -4,12 +4,15 @@ extension ObjectContext {
     /// - Throws: `.invalidPredicate` for a predicate that does not fit the entity, `.store`.
     public func fetch(_ request: FetchRequest) throws(ContextError) -> [ManagedObject] {
         // Registers the states and makes their objects under one hold of the lock.
-        try fetchStates(request) { s, states in states.map { managedObject($0.id, &s) } }
+        try fetchStates(request, keepStates: false) { s, keys, _ in
+            s.managed.reserveCapacity(s.managed.count + keys.count)
+            return keys.map { managedObject($0, &s) }
+        }
     }
 
     /// The IDs of the objects matching `request`.
     public func fetchIDs(_ request: FetchRequest) throws(ContextError) -> [ObjectID] {
-        try fetchStates(request).map { registry.canonical($0.id) }
+        try fetchStates(request, keepStates: false) { _, keys, _ in keys.map(registry.canonical) }
     }
 
     /// How many objects match `request` (ignoring its limit and offset), unsaved changes included.
@@ -42,12 +45,13 @@ extension ObjectContext {
 
     /// The states matching `request` at this level of the context chain.
     func fetchStates(_ request: FetchRequest) throws(ContextError) -> [ObjectState] {
-        try fetchStates(request) { _, states in states }
+        try fetchStates(request, keepStates: true) { _, _, states in states }
     }
 
-    /// The states matching `request`, handed to `body` with the context's lock still held.
+    /// The keys (and, with `keepStates`, the states) matching `request`, handed to `body` with
+    /// the context's lock still held.
     private func fetchStates<T>(
-        _ request: FetchRequest, _ body: (inout ContextStorage, [ObjectState]) -> T
+        _ request: FetchRequest, keepStates: Bool, _ body: (inout ContextStorage, [ObjectID], [ObjectState]) -> T
     ) throws(ContextError) -> T {
         guard model.entity(named: request.entityName) != nil else {
             throw ContextError(.unknownProperty, "the model has no entity '\(request.entityName)'")
@@ -63,7 +67,7 @@ extension ObjectContext {
             fetched = try parent.fetchStates(base)
         } else {
             do {
-                fetched = try coordinator.fetch(base).map(ObjectState.init(row:))
+                fetched = try coordinator.fetch(base)
             } catch {
                 throw Self.wrap(error)
             }
@@ -71,23 +75,27 @@ extension ObjectContext {
         return try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
             // Register what came back; objects with unsaved changes keep this context's values.
             var results: [ObjectState] = []
-            results.reserveCapacity(fetched.count)
+            var keys: [ObjectID] = []
+            let keep = keepStates || local
+            if keep { results.reserveCapacity(fetched.count) } else { keys.reserveCapacity(fetched.count) }
+            s.objects.reserveCapacity(s.objects.count + fetched.count)
             let pending = !s.deleted.isEmpty || !s.updated.isEmpty || !s.insertedSet.isEmpty
-            for state in fetched {
+            for var state in fetched {
                 let k = key(state.id, s)
                 if pending {
                     if s.deleted[k] != nil { continue }
                     if s.updated[k] != nil || s.insertedSet.contains(k) {
-                        if !local { results.append(s.objects[k] ?? state) }
+                        if !local {
+                            if keep { results.append(s.objects[k] ?? state) } else { keys.append(k) }
+                        }
                         continue
                     }
                 }
-                var fresh = state
-                fresh.id = k
-                s.objects[k] = fresh
-                results.append(fresh)
+                state.id = k
+                if keep { results.append(state) } else { keys.append(k) }
+                s.objects[k] = state
             }
-            guard local else { return body(&s, results) }
+            guard local else { return body(&s, keep ? results.map(\.id) : keys, results) }
             let family = Set(model.entityAndSubentities(of: request.entityName))
             let entities = request.includesSubentities ? family : [request.entityName]
             var predicate: FetchPredicate?
@@ -117,7 +125,8 @@ extension ObjectContext {
             }
             let start = min(request.fetchOffset, results.count)
             let end = request.fetchLimit.map { min(results.count, start + $0) } ?? results.count
-            return body(&s, Array(results[start..<end]))
+            let window = Array(results[start..<end])
+            return body(&s, window.map(\.id), window)
         }
     }
 

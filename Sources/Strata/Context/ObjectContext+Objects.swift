@@ -97,7 +97,7 @@ extension ObjectContext {
         if resolved.entity.isAbstract {
             throw ContextError(.abstractEntity, "'\(entity)' is abstract; insert one of its subentities")
         }
-        let id = ObjectID.temporary(entity: entity)
+        let id = ObjectID.temporary(in: resolved.temporaryHome)
         var state = ObjectState(
             id: id, version: 0, attributes: resolved.newAttributes, toOne: resolved.newToOne,
             toMany: resolved.newToMany)

@@ -210,7 +210,7 @@ extension ObjectContext {
             if new != id { inserted.append(new) }
             if !map.isEmpty, state.refersToAnything { state.rewrite(map) }
             state.id = new
-            state.version = result.versions[new] ?? state.version
+            state.version = 1  // every store inserts at version 1
             s.objects[new] = state
             if new != id, let object = s.managed.removeValue(forKey: id) {
                 object.storedID = new

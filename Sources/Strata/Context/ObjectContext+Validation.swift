@@ -91,8 +91,12 @@ extension ObjectContext {
                     message: message)
             )
         }
-        for attribute in model.resolvedEntity(state.id.entityName)?.ruledAttributes ?? [] {
-            let value = state.attributes[attribute.name] ?? .null
+        guard let resolved = model.resolvedEntity(state.id.entityName) else { return [] }
+        let positional = state.attributes.follows(resolved.layout)
+        for rule in resolved.rules {
+            let attribute = rule.attribute
+            let value =
+                (positional ? state.attributes[position: rule.position] : state.attributes[attribute.name]) ?? .null
             if value.isNull {
                 if !attribute.isOptional { fail(attribute.name, .required, "is required") }
                 continue
@@ -109,7 +113,13 @@ extension ObjectContext {
             }
             var length: Int?
             // Code points, as JSON Schema's maxLength counts them (so the OpenAPI document holds).
-            if case .string(let text) = value { length = text.unicodeScalars.count }
+            if case .string(let text) = value, attribute.minLength != nil || attribute.maxLength != nil {
+                // A string has between utf8/4 and utf8 code points: count them only when that
+                // range straddles a bound.
+                let bytes = text.utf8.count
+                let surelyFits = bytes <= (attribute.maxLength ?? .max) && (bytes + 3) / 4 >= (attribute.minLength ?? 0)
+                if !surelyFits { length = text.unicodeScalars.count }
+            }
             if case .binary(let data) = value { length = data.count }
             if let length, let minLength = attribute.minLength, length < minLength {
                 fail(attribute.name, .minLength, "must be at least \(minLength) long")

@@ -1,31 +1,10 @@
-/// The values of one object as a context sees them.
-struct ObjectState: Sendable, Hashable {
-    var id: ObjectID
-    /// The stored version this state was read at (0 for a new object).
-    var version: Int64
-    var attributes: AttributeValues
-    var toOne: [String: ObjectID?]
-    /// Materialized to-many relationships; absent ones are read on demand.
-    var toMany: [String: [ObjectID]]
+/// The values of one object as a context sees them: a store row (no copy when a fetch registers
+/// what the store returned). `version` is the stored version it was read at (0 for a new object);
+/// `toMany` holds the materialized to-many relationships (absent ones are read on demand).
+typealias ObjectState = StoreRow
 
-    init(row: StoreRow) {
-        id = row.id
-        version = row.version
-        attributes = row.attributes
-        toOne = row.toOne
-        toMany = row.toMany
-    }
-
-    init(
-        id: ObjectID, version: Int64, attributes: AttributeValues, toOne: [String: ObjectID?],
-        toMany: [String: [ObjectID]]
-    ) {
-        self.id = id
-        self.version = version
-        self.attributes = attributes
-        self.toOne = toOne
-        self.toMany = toMany
-    }
+extension StoreRow {
+    init(row: StoreRow) { self = row }
 
     /// Whether any relationship holds an object.
     var refersToAnything: Bool {
@@ -103,14 +82,15 @@ final class ObjectIDRegistry: Sendable {
 
     private let state = Locked(State())
 
+    /// Records a root save's new IDs. The way back (permanent → temporary) is kept only for IDs a
+    /// child holds: the root re-keys its own objects, children look theirs up by either ID.
     func record(_ map: [ObjectID: ObjectID]) {
         guard !map.isEmpty else { return }
         state.withLock { s in
             s.permanent.reserveCapacity(s.permanent.count + map.count)
-            s.temporary.reserveCapacity(s.temporary.count + map.count)
             for (old, new) in map {
                 s.permanent[old] = new
-                s.temporary[new] = old
+                if !s.holds.isEmpty, s.holds[old] != nil { s.temporary[new] = old }
             }
         }
     }

@@ -168,6 +168,19 @@ extension ObjectModel: Equatable {
     }
 }
 
+/// One attribute's validation rules, in a class so that checking an object copies one reference
+/// per rule rather than a whole attribute description.
+final class AttributeRule: Sendable {
+    let attribute: AttributeDescription
+    /// The attribute's position in its entity's layout.
+    let position: Int
+
+    init(_ attribute: AttributeDescription, position: Int) {
+        self.attribute = attribute
+        self.position = position
+    }
+}
+
 /// An entity with its inherited properties gathered, computed once when a model is built (a class,
 /// so that a lookup on a hot path retains one reference instead of copying every field).
 final class ResolvedEntity: Sendable {
@@ -182,9 +195,11 @@ final class ResolvedEntity: Sendable {
     let relationshipsByName: [String: RelationshipDescription]
     /// The attributes with a rule to validate (required, bounds, lengths, pattern); values of the
     /// others were checked against their type when set.
-    let ruledAttributes: [AttributeDescription]
+    let rules: [AttributeRule]
     /// The positions of the entity's attributes, shared by every object of it.
     let layout: AttributeLayout
+    /// Where the entity's temporary IDs live.
+    let temporaryHome: ObjectID.Home
     /// A new object's values: every attribute's default (or null), empty relationships.
     let newAttributes: AttributeValues
     let newToOne: [String: ObjectID?]
@@ -202,9 +217,11 @@ final class ResolvedEntity: Sendable {
         self.attributes = attributes
         self.relationships = relationships
         self.fetchedProperties = fetchedProperties
-        ruledAttributes = attributes.filter {
-            !$0.isOptional || $0.minValue != nil || $0.maxValue != nil || $0.minLength != nil || $0.maxLength != nil
-                || $0.regex != nil
+        rules = attributes.enumerated().compactMap { position, attribute in
+            let ruled =
+                !attribute.isOptional || attribute.minValue != nil || attribute.maxValue != nil
+                || attribute.minLength != nil || attribute.maxLength != nil || attribute.regex != nil
+            return ruled ? AttributeRule(attribute, position: position) : nil
         }
         attributesByName = Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         relationshipsByName = Dictionary(relationships.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -215,6 +232,7 @@ final class ResolvedEntity: Sendable {
             defaults.append(attribute.defaultValue ?? .null)
         }
         layout = AttributeLayout(names)
+        temporaryHome = ObjectID.Home.of(entity: entity.name, store: nil)
         newAttributes = AttributeValues(layout: layout, slots: defaults)
         var toOne: [String: ObjectID?] = [:]
         var toMany: [String: [ObjectID]] = [:]

@@ -153,6 +153,12 @@ struct SQLiteSchema: Sendable {
 
     func table(for entity: String) -> Table? { tables[model.rootEntity(of: entity)] }
 
+    /// The entity and plan of a table that holds one entity only.
+    func onlyPlan(of table: Table) -> (entity: String, plan: RowPlan)? {
+        guard table.entities.count == 1, let plan = rowPlans[table.entities[0]] else { return nil }
+        return (table.entities[0], plan)
+    }
+
     static func quote(_ identifier: String) -> String {
         "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }

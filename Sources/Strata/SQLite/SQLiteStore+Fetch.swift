@@ -61,8 +61,9 @@ extension SQLiteStore {
             sql += " LIMIT ? OFFSET ?"
             allArguments += [.integer(Int64(request.fetchLimit ?? -1)), .integer(Int64(request.fetchOffset))]
         }
+        let only = schema.onlyPlan(of: table)
         return try read { db in
-            try db.query(sql, allArguments) { statement in try self.decodeRow(statement, db: db) }
+            try db.query(sql, allArguments) { statement in try self.decodeRow(statement, only: only, db: db) }
         }
     }
 
@@ -78,18 +79,32 @@ extension SQLiteStore {
         let sql = schema.selectByKey[table.name]!
         return try read { db in
             try db.query(sql, [.integer(pk)]) { statement in
-                try self.decodeRow(statement, db: db)
+                try self.decodeRow(statement, only: self.schema.onlyPlan(of: table), db: db)
             }.first
         }
     }
 
     /// Decodes the current row of a `SELECT _pk, _entity, _version, columns…` (the table's columns
     /// in table order), positionally through the entity's ``SQLiteSchema/RowPlan``.
-    func decodeRow(_ statement: SQLiteStatement, db: SQLiteConnection) throws -> StoreRow {
-        let entity = statement.text(1)
-        guard let plan = schema.rowPlans[entity] else {
-            throw StoreError(
-                .io, "row \(statement.int64(0)) names entity '\(entity)', which the store does not hold", storeURL: url)
+    /// - Parameter only: the plan of the table's one entity, when it holds only one (then the
+    ///   `_entity` column need not be read).
+    func decodeRow(
+        _ statement: SQLiteStatement, only: (entity: String, plan: SQLiteSchema.RowPlan)?, db: SQLiteConnection
+    )
+        throws -> StoreRow
+    {
+        let entity: String
+        let plan: SQLiteSchema.RowPlan
+        if let only {
+            (entity, plan) = only
+        } else {
+            entity = statement.text(1)
+            guard let found = schema.rowPlans[entity] else {
+                throw StoreError(
+                    .io, "row \(statement.int64(0)) names entity '\(entity)', which the store does not hold",
+                    storeURL: url)
+            }
+            plan = found
         }
         var slots: [AttributeValue?] = []
         slots.reserveCapacity(plan.attributes.count)
@@ -104,11 +119,11 @@ extension SQLiteStore {
                 toOne[info.name] =
                     info.destinationIsHierarchy
                     ? try objectID(info.destination, pk, db: db)
-                    : ObjectID(store: metadata.identifier, entity: info.destination, primaryKey: pk)
+                    : id(info.destination, pk)
             }
         }
         return StoreRow(
-            id: ObjectID(store: metadata.identifier, entity: entity, primaryKey: statement.int64(0)),
+            id: id(entity, statement.int64(0)),
             version: statement.int64(2), attributes: AttributeValues(layout: plan.layout, slots: slots), toOne: toOne)
     }
 
@@ -120,7 +135,7 @@ extension SQLiteStore {
             let sql = "SELECT \"_entity\" FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?"
             concrete = try db.query(sql, [.integer(pk)]) { $0.text(0) }.first ?? entity
         }
-        return ObjectID(store: metadata.identifier, entity: concrete, primaryKey: pk)
+        return id(concrete, pk)
     }
 
     public func relatedIDs(of id: ObjectID, relationship name: String) throws(StoreError) -> [ObjectID] {

@@ -26,6 +26,9 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     private let writerGate = DispatchSemaphore(value: 1)
     private let readers = Locked<[SQLiteConnection]>([])
     private let nextKeys: Locked<[String: Int64]>
+    /// The ID home of each entity this store holds (and of every entity a relationship here
+    /// points to), looked up once.
+    let homes: [String: ObjectID.Home]
     private let closed = Locked(false)
 
     static let metadataTable = "_strata_metadata"
@@ -119,6 +122,15 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             keys[table] = (maximum ?? 0) + 1
         }
         nextKeys = Locked(keys)
+        let identifier = metadata.identifier
+        homes = Dictionary(
+            uniqueKeysWithValues: model.entityNames.map { ($0, ObjectID.Home.of(entity: $0, store: identifier)) })
+    }
+
+    /// The ID of the object with primary key `pk` of `entity` in this store.
+    func id(_ entity: String, _ pk: Int64) -> ObjectID {
+        if let home = homes[entity] { return ObjectID(home: home, primaryKey: pk) }
+        return ObjectID(store: metadata.identifier, entity: entity, primaryKey: pk)
     }
 
     /// Says how a store and a model differ, and what a migration would do or why it cannot.
@@ -286,7 +298,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             keys[table.name] = first + Int64(count)
             return first
         }
-        return (0..<Int64(count)).map { ObjectID(store: metadata.identifier, entity: entity, primaryKey: first + $0) }
+        let home = homes[entity] ?? ObjectID.Home.of(entity: entity, store: metadata.identifier)
+        return (0..<Int64(count)).map { ObjectID(home: home, primaryKey: first + $0) }
     }
 
     public func close() {

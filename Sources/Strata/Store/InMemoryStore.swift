@@ -150,7 +150,8 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
             keys[root] = first + Int64(count)
             return first
         }
-        return (0..<Int64(count)).map { ObjectID(store: metadata.identifier, entity: entity, primaryKey: first + $0) }
+        let prototype = ObjectID(store: metadata.identifier, entity: entity, primaryKey: 0)
+        return (0..<Int64(count)).map { prototype.withPrimaryKey(first + $0) }
     }
 
     public func prepare(_ changes: StoreChanges) throws(StoreError) -> any PreparedSave {

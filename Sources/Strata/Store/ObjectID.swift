@@ -14,23 +14,63 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         case temporary(UInt64)
     }
 
-    /// The object's entity (the concrete one, not a parent).
-    public let entityName: String
-    /// The UUID of the store holding the object; nil while temporary.
-    public let storeIdentifier: String?
+    /// Where IDs live: one entity in one store (or no store while temporary). Interned, so an ID
+    /// is a reference and an integer: IDs are dictionary keys on every hot path, and comparing and
+    /// hashing them no longer touches the entity's name or the store's 36-character UUID.
+    final class Home: Sendable {
+        let entityName: String
+        let storeIdentifier: String?
+
+        private init(entityName: String, storeIdentifier: String?) {
+            self.entityName = entityName
+            self.storeIdentifier = storeIdentifier
+        }
+
+        private struct Name: Hashable {
+            var entity: String
+            var store: String?
+        }
+
+        private static let interned = Locked<[Name: Home]>([:])
+
+        /// The one home of `entity` in `store`.
+        static func of(entity: String, store: String?) -> Home {
+            interned.withLock { table in
+                let name = Name(entity: entity, store: store)
+                if let home = table[name] { return home }
+                let home = Home(entityName: entity, storeIdentifier: store)
+                table[name] = home
+                return home
+            }
+        }
+    }
+
+    let home: Home
     /// The key.
     public let key: Key
 
+    /// The object's entity (the concrete one, not a parent).
+    public var entityName: String { home.entityName }
+    /// The UUID of the store holding the object; nil while temporary.
+    public var storeIdentifier: String? { home.storeIdentifier }
+
     /// A permanent ID.
     public init(store: String, entity: String, primaryKey: Int64) {
-        storeIdentifier = store
-        entityName = entity
+        self.init(home: Home.of(entity: entity, store: store), primaryKey: primaryKey)
+    }
+
+    /// A permanent ID in a home the caller looked up once.
+    init(home: Home, primaryKey: Int64) {
+        self.home = home
         key = .permanent(primaryKey)
     }
 
-    private init(temporary entity: String, number: UInt64) {
-        storeIdentifier = nil
-        entityName = entity
+    /// The ID of the object with primary key `pk` of the same entity and store as this one
+    /// (cheaper than ``init(store:entity:primaryKey:)`` on hot paths).
+    public func withPrimaryKey(_ pk: Int64) -> ObjectID { ObjectID(home: home, primaryKey: pk) }
+
+    private init(temporary home: Home, number: UInt64) {
+        self.home = home
         key = .temporary(number)
     }
 
@@ -38,8 +78,15 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 
     /// A new temporary ID for an object of `entity`.
     public static func temporary(entity: String) -> ObjectID {
-        ObjectID(temporary: entity, number: nextTemporary.wrappingAdd(1, ordering: .relaxed).newValue)
+        temporary(in: Home.of(entity: entity, store: nil))
     }
+
+    /// A new temporary ID in `home` (a store-less home).
+    static func temporary(in home: Home) -> ObjectID {
+        ObjectID(temporary: home, number: nextTemporary.wrappingAdd(1, ordering: .relaxed).newValue)
+    }
+
+    public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool { lhs.key == rhs.key && lhs.home === rhs.home }
 
     /// Whether the ID is temporary.
     public var isTemporary: Bool { if case .temporary = key { true } else { false } }
@@ -65,14 +112,12 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { uri }
 
-    /// Hashes the key and the entity name's length only: IDs are dictionary keys on every hot path,
-    /// and hashing the store's 36-character UUID and the entity's name each time cost more than
-    /// the rare collision it avoids (equality still compares every part).
+    /// Hashes the key and the home's identity.
     public func hash(into hasher: inout Hasher) {
         switch key {
         case .permanent(let pk): hasher.combine(pk)
         case .temporary(let number): hasher.combine(~number)
         }
-        hasher.combine(entityName.utf8.count)
+        hasher.combine(ObjectIdentifier(home))
     }
 }

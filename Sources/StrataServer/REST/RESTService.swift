@@ -18,6 +18,8 @@ public final class RESTService: Sendable {
     /// Each entity's resource path segment (the inverse of `resources`).
     let pathByEntity: [String: String]
     let storeByEntity: [String: String]
+    /// An ID of each entity in its store, to make others from (`withPrimaryKey`).
+    let prototypeByEntity: [String: ObjectID]
     /// The OpenAPI document, if one is served.
     let openAPI: (@Sendable () -> (json: String, yaml: String))?
 
@@ -52,6 +54,9 @@ public final class RESTService: Sendable {
         self.resources = resources
         pathByEntity = Dictionary(resources.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         storeByEntity = stores
+        prototypeByEntity = stores.reduce(into: [:]) {
+            $0[$1.key] = ObjectID(store: $1.value, entity: $1.key, primaryKey: 0)
+        }
         root.observeSaves { changes in metrics.recordSave(stores: Array(changes.byStore.keys)) }
         // Keep the root's cache from growing with every object ever written.
         root.cacheLimit = 10_000
@@ -141,12 +146,12 @@ public final class RESTService: Sendable {
     /// The stored row of object `id` of `entity` (or of a subentity).
     /// - Throws: a 404 ``Problem`` when there is none.
     func storedRow(_ entity: String, _ id: String) throws(Problem) -> StoreRow {
-        guard let pk = Int64(id), pk > 0, let store = storeByEntity[entity] else {
+        guard let pk = Int64(id), pk > 0, let prototype = prototypeByEntity[entity] else {
             throw Problem.notFound("'\(id)' is not an id of \(entity): ids are positive integers")
         }
         let row: StoreRow?
         do {
-            row = try coordinator.row(for: ObjectID(store: store, entity: entity, primaryKey: pk))
+            row = try coordinator.row(for: prototype.withPrimaryKey(pk))
         } catch {
             throw Problem(error)
         }
