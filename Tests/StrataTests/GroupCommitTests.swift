@@ -63,4 +63,26 @@ import Testing
         let reader = ObjectContext(coordinator: root.coordinator)
         #expect(try reader.object(with: author.objectID).string("name") == "B")
     }
+
+    /// A lone child whose object changed in the store since it read it is resolved by the root's
+    /// merge policy, as a plain save is, rather than failed.
+    @Test func aLoneStaleChildMeetsTheMergePolicy() throws {
+        let folder = TemporaryDirectory()
+        let root = try StackKind.explicit.make(folder)
+        root.mergePolicy = .objectTrump
+        let author = try root.insert("Author", values: ["name": .string("A"), "rank": .integer(1)])
+        try root.save()
+        let child = root.newChildContext()
+        try child.object(with: author.objectID).setValue(.string("B"), forKey: "name")
+        // Another writer changes the object underneath both contexts.
+        let other = ObjectContext(coordinator: root.coordinator)
+        try other.object(with: author.objectID).setValue(.integer(2), forKey: "rank")
+        try other.save()
+        try root.commit(child)
+        let reader = ObjectContext(coordinator: root.coordinator)
+        let stored = try reader.object(with: author.objectID)
+        #expect(stored.string("name") == "B")
+        #expect(stored.integer("rank") == 2)
+        #expect(stored.version == 3)
+    }
 }

@@ -98,7 +98,9 @@ extension ObjectContext {
                 return storage.withLock { s in [finish(result, &s)] }
             } catch {
                 storage.withLock { s in rollback(&s) }
-                if ready.count == 1 {
+                // A lone member's failure is its own, except a conflict: that is retried below,
+                // where the merge policy resolves it as a plain save would.
+                if ready.count == 1 && error.code != .conflict {
                     ready[0].error = Self.contextError(error)
                     return []
                 }

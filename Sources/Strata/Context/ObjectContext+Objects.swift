@@ -345,6 +345,23 @@ extension ObjectContext {
 
     // MARK: - Reading
 
+    /// The values of an object as this context sees them, as a store row: the object's and its
+    /// references' IDs as known now (permanent after a root save), every to-many relationship's
+    /// contents, and the version it was read at (0 for an object this context inserted).
+    /// - Throws: `.notFound` when it does not exist (or is deleted here).
+    public func snapshot(of id: ObjectID) throws(ContextError) -> StoreRow {
+        try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            var state = try requireState(id, &s)
+            for relationship in model.relationships(of: state.id.entityName) where relationship.isToMany {
+                state.toMany[relationship.name] = try toManyList(state.id, relationship.name, &s).map(
+                    registry.canonical)
+            }
+            for (name, target) in state.toOne { state.toOne[name] = .some(target.map(registry.canonical)) }
+            state.id = registry.canonical(state.id)
+            return state
+        }
+    }
+
     func currentState(_ id: ObjectID) throws(ContextError) -> ObjectState {
         try storage.withLock { (s: inout ContextStorage) throws(ContextError) in try requireState(id, &s) }
     }

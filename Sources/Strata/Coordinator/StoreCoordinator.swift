@@ -29,6 +29,8 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// The model every store follows.
     public let model: ObjectModel
     private let registry = Locked<[any PersistentStore]>([])
+    /// The attached stores by UUID, for the per-object lookups of every read.
+    private let byIdentifier = Locked<[String: any PersistentStore]>([:])
 
     /// Creates a coordinator with no stores.
     public init(model: ObjectModel) {
@@ -91,12 +93,17 @@ public final class StoreCoordinator: @unchecked Sendable {
                     .duplicateStore, "a store with UUID \(store.identifier) is already attached", storeURL: store.url)
             }
             stores.append(store)
+            let identifier = store.identifier
+            byIdentifier.withLock { $0[identifier] = store }
         }
     }
 
     /// Detaches a store and closes it.
     public func remove(_ store: any PersistentStore) {
-        registry.withLock { stores in stores.removeAll { $0 === store } }
+        registry.withLock { stores in
+            stores.removeAll { $0 === store }
+            byIdentifier.withLock { table in table = table.filter { $0.value !== store } }
+        }
         store.close()
     }
 
@@ -109,7 +116,7 @@ public final class StoreCoordinator: @unchecked Sendable {
 
     /// The store with UUID `identifier`.
     public func store(withIdentifier identifier: String) -> (any PersistentStore)? {
-        stores.first { $0.identifier == identifier }
+        byIdentifier.withLock { $0[identifier] }
     }
 
     /// The store that holds the object `id` (nil for temporary IDs and unknown stores).

@@ -10,8 +10,15 @@ final class SQLiteConnection {
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
 
+    /// Process-wide settings, applied once before the first connection opens.
+    private static let configured: Bool = {
+        _ = csqlite_disable_memory_statistics()
+        return true
+    }()
+
     /// Opens (and creates, unless `readOnly`) the database at `path`.
     init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        _ = Self.configured
         var db: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &db, flags, nil)
@@ -28,6 +35,7 @@ final class SQLiteConnection {
     }
 
     deinit {
+        statementsByText.removeAll()
         statements.removeAll()
         sqlite3_close_v2(handle)
     }
@@ -47,6 +55,30 @@ final class SQLiteConnection {
             sqlite3_free(message)
             throw SQLiteError(code: sqlite3_extended_errcode(handle), message: text, sql: sql)
         }
+    }
+
+    private var statementsByText: [ObjectIdentifier: SQLiteStatement] = [:]
+
+    /// The prepared statement of a statement text built once (looked up by identity, not by
+    /// hashing the text), reset and with cleared bindings.
+    func statement(_ text: SQLText) throws(SQLiteError) -> SQLiteStatement {
+        if let cached = statementsByText[ObjectIdentifier(text)] {
+            cached.reset()
+            return cached
+        }
+        let statement = try statement(text.sql)
+        statementsByText[ObjectIdentifier(text)] = statement
+        return statement
+    }
+
+    /// Runs a query from a statement text built once, mapping each row.
+    func query<T>(_ text: SQLText, _ arguments: [SQLiteValue], _ map: (SQLiteStatement) throws -> T) throws -> [T] {
+        let statement = try statement(text)
+        defer { statement.reset() }
+        try statement.bind(arguments)
+        var rows: [T] = []
+        while try statement.step() { rows.append(try map(statement)) }
+        return rows
     }
 
     /// A prepared statement for `sql`, reset and with cleared bindings; cached for reuse.
@@ -84,6 +116,13 @@ final class SQLiteConnection {
 
     /// The number of rows the last statement changed.
     var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+/// A statement's text, built once and kept (a schema's per-table statements): connections cache
+/// its prepared statement under the object's identity.
+final class SQLText: Sendable {
+    let sql: String
+    init(_ sql: String) { self.sql = sql }
 }
 
 /// A value bound to or read from SQLite.

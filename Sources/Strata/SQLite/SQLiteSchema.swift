@@ -88,10 +88,12 @@ struct SQLiteSchema: Sendable {
 
     /// Each entity's ``RowPlan``.
     let rowPlans: [String: RowPlan]
+    /// ``relatedQuery(of:in:)``, worked out once.
+    private let relatedQueries: [String: [String: (sql: SQLText, destination: String)?]]
     /// `SELECT _pk, _entity, _version, columns… FROM table WHERE _pk = ?`, per table.
-    let selectByKey: [String: String]
+    let selectByKey: [String: SQLText]
     /// `INSERT INTO table (_pk, _entity, _version, the entity's columns…) VALUES (?, …)`, per entity.
-    let insertByEntity: [String: String]
+    let insertByEntity: [String: SQLText]
 
     init(model: ObjectModel, entities: [String]) {
         self.model = model
@@ -131,22 +133,25 @@ struct SQLiteSchema: Sendable {
                 }.map { (Int32($0.offset), $0.element) })
         }
         rowPlans = plans
+        relatedQueries = Self.relatedQueries(model: model, entities: entities, tables: tables)
         joinTables = model.joinTables(for: entities).filter { entities.contains($0.sourceEntity) }
         // Statements built once: the per-row paths only look them up.
         selectByKey = tables.mapValues { table in
-            "SELECT \"_pk\", \"_entity\", \"_version\", "
-                + table.columns.map { Self.quote($0.name) }.joined(separator: ", ")
-                + " FROM \(Self.quote(table.name)) WHERE \"_pk\" = ?"
+            SQLText(
+                "SELECT \"_pk\", \"_entity\", \"_version\", "
+                    + table.columns.map { Self.quote($0.name) }.joined(separator: ", ")
+                    + " FROM \(Self.quote(table.name)) WHERE \"_pk\" = ?")
         }
-        var inserts: [String: String] = [:]
+        var inserts: [String: SQLText] = [:]
         // Columns in the order the save binds them: attributes by layout, then foreign keys.
         for (entity, plan) in plans {
             let names =
                 ["\"_pk\"", "\"_entity\"", "\"_version\""] + plan.layout.names.map(Self.quote)
                 + plan.foreignKeys.map { Self.quote($0.info.name) }
             let table = Self.quote(model.rootEntity(of: entity))
-            inserts[entity] =
+            inserts[entity] = SQLText(
                 "INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
+            )
         }
         insertByEntity = inserts
     }
@@ -160,7 +165,41 @@ struct SQLiteSchema: Sendable {
     }
 
     static func quote(_ identifier: String) -> String {
-        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
+        return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// The query reading the keys a to-many relationship of one object holds, in order, and the
+    /// entity of the keys; nil for a relationship kept in a foreign key of this side.
+    func relatedQuery(of name: String, in entity: String) -> (sql: SQLText, destination: String)? {
+        relatedQueries[entity]?[name] ?? nil
+    }
+
+    static func relatedQueries(model: ObjectModel, entities: [String], tables: [String: Table]) -> [String: [String: (
+        sql: SQLText, destination: String
+    )?]] {
+        var queries: [String: [String: (sql: SQLText, destination: String)?]] = [:]
+        for entity in entities {
+            for relationship in model.relationships(of: entity) where relationship.isToMany {
+                let destination = relationship.destination
+                var sql: String?
+                switch model.storage(of: relationship.name, in: entity) {
+                case .inverseForeignKey(let inverse)?:
+                    if let table = tables[model.rootEntity(of: destination)] {
+                        sql =
+                            "SELECT \"_pk\" FROM \(quote(table.name)) WHERE \(quote(inverse)) = ? ORDER BY \"_pk\""
+                    }
+                case .joinTable(let join, let isSource)?:
+                    sql =
+                        isSource
+                        ? "SELECT \"target\" FROM \(quote(join.name)) WHERE \"source\" = ? ORDER BY \"position\""
+                        : "SELECT \"source\" FROM \(quote(join.name)) WHERE \"target\" = ? ORDER BY \"source\""
+                default: sql = nil
+                }
+                queries[entity, default: [:]][relationship.name] = sql.map { (SQLText($0), destination) }
+            }
+        }
+        return queries
     }
 
     /// The statements that create every table and index.

@@ -140,29 +140,18 @@ extension SQLiteStore {
 
     public func relatedIDs(of id: ObjectID, relationship name: String) throws(StoreError) -> [ObjectID] {
         guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey,
-            let relationship = model.relationship(name, of: id.entityName), relationship.isToMany,
-            let storage = model.storage(of: name, in: id.entityName)
+            model.relationship(name, of: id.entityName)?.isToMany == true
         else {
             throw StoreError(
                 .invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)' in this store",
                 storeURL: url, entity: id.entityName)
         }
-        let destination = relationship.destination
-        let sql: String
-        switch storage {
-        case .foreignKey: return []
-        case .inverseForeignKey(let inverse):
-            guard let table = schema.table(for: destination) else { return [] }
-            sql =
-                "SELECT \"_pk\" FROM \(SQLiteSchema.quote(table.name)) WHERE \(SQLiteSchema.quote(inverse)) = ? ORDER BY \"_pk\""
-        case .joinTable(let join, let isSource):
-            sql =
-                isSource
-                ? "SELECT \"target\" FROM \(SQLiteSchema.quote(join.name)) WHERE \"source\" = ? ORDER BY \"position\""
-                : "SELECT \"source\" FROM \(SQLiteSchema.quote(join.name)) WHERE \"target\" = ? ORDER BY \"source\""
-        }
+        // A to-many kept in a foreign key on this side holds nothing to read here.
+        guard let (sql, destination) = schema.relatedQuery(of: name, in: id.entityName) else { return [] }
+        let hierarchy = (schema.table(for: destination)?.entities.count ?? 1) > 1
         return try read { db in
             let keys = try db.query(sql, [.integer(pk)]) { $0.int64(0) }
+            if !hierarchy { return keys.map { self.id(destination, $0) } }
             return try keys.map { try self.objectID(destination, $0, db: db) }
         }
     }

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Synchronization
 
 /// A store in one SQLite file: WAL mode, one writer connection, a small pool of reader connections
 /// (so reads never wait behind a save being prepared), and prepared statements reused.
@@ -29,7 +30,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     /// The ID home of each entity this store holds (and of every entity a relationship here
     /// points to), looked up once.
     let homes: [String: ObjectID.Home]
-    private let closed = Locked(false)
+    private let closed = Atomic<Bool>(false)
 
     static let metadataTable = "_strata_metadata"
 
@@ -245,7 +246,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     }
 
     func checkOpen() throws(StoreError) {
-        if closed.withLock({ $0 }) { throw StoreError(.closed, "the store is closed", storeURL: url) }
+        if closed.load(ordering: .acquiring) { throw StoreError(.closed, "the store is closed", storeURL: url) }
     }
 
     /// Runs `body` on a reader connection.
@@ -279,7 +280,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     /// Takes the writer connection; the caller must call ``releaseWriter()``.
     func acquireWriter() throws(StoreError) -> SQLiteConnection {
         writerGate.wait()
-        if closed.withLock({ $0 }) {
+        if closed.load(ordering: .acquiring) {
             writerGate.signal()
             throw StoreError(.closed, "the store is closed", storeURL: url)
         }
@@ -304,7 +305,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
 
     public func close() {
         writerGate.wait()
-        closed.withLock { $0 = true }
+        closed.store(true, ordering: .releasing)
         try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         readers.withLock { $0.removeAll() }
         writerGate.signal()

@@ -75,10 +75,10 @@ public struct AttributeValues: Sendable, Hashable, Sequence, ExpressibleByDictio
     }
 
     /// The value at `position` of the layout (for paths that walk the model's attributes in order).
-    subscript(position position: Int) -> AttributeValue? { slots[position] }
+    public subscript(position position: Int) -> AttributeValue? { slots[position] }
 
     /// Whether the values follow `layout` (so positions can be used directly).
-    func follows(_ layout: AttributeLayout) -> Bool { self.layout === layout }
+    public func follows(_ layout: AttributeLayout) -> Bool { self.layout === layout }
 
     /// The names that have values, in layout order.
     public var keys: [String] { zip(layout.names, slots).compactMap { $1 == nil ? nil : $0 } }

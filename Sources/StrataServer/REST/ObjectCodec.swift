@@ -9,30 +9,49 @@ struct ObjectCodec {
     /// One member of an entity's JSON form.
     enum Member {
         case id, version
-        case attribute(String)
+        /// An attribute, with its position in the entity's layout.
+        case attribute(String, position: Int)
         case toOne(String)
         case toMany(String)
     }
 
-    /// Each entity's members in key order, each with its `"key":` bytes, for rendering stored rows
-    /// straight to bytes.
-    let members: [String: [(key: [UInt8], member: Member)]]
+    /// How one entity renders: its members in key order, and every member's `"key":` bytes laid
+    /// end to end (so rendering copies bytes without retaining an array per member).
+    final class Plan: Sendable {
+        let layout: AttributeLayout?
+        let members: [Member]
+        let keyBytes: [UInt8]
+        let keyEnds: [Int]
+
+        init(_ members: [(String, Member)], layout: AttributeLayout?) {
+            self.layout = layout
+            let sorted = members.sorted { $0.0 < $1.0 }
+            self.members = sorted.map(\.1)
+            var bytes: [UInt8] = []
+            var ends: [Int] = []
+            for (name, _) in sorted {
+                JSONValue.writeString(name, to: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                ends.append(bytes.count)
+            }
+            keyBytes = bytes
+            keyEnds = ends
+        }
+    }
+
+    /// Each entity's ``Plan``.
+    let plans: [String: Plan]
 
     init(model: ObjectModel) {
         self.model = model
-        var members: [String: [(key: [UInt8], member: Member)]] = [:]
+        var plans: [String: Plan] = [:]
         for entity in model.entityNames {
             var list: [(String, Member)] = [("id", .id), ("version", .version)]
-            list += model.attributes(of: entity).map { ($0.name, .attribute($0.name)) }
+            list += model.attributes(of: entity).enumerated().map { ($1.name, .attribute($1.name, position: $0)) }
             list += model.relationships(of: entity).map { ($0.name, $0.isToMany ? .toMany($0.name) : .toOne($0.name)) }
-            members[entity] = list.sorted { $0.0 < $1.0 }.map { name, member in
-                var key: [UInt8] = []
-                JSONValue.writeString(name, to: &key)
-                key.append(UInt8(ascii: ":"))
-                return (key, member)
-            }
+            plans[entity] = Plan(list, layout: model.attributeLayout(of: entity))
         }
-        self.members = members
+        self.plans = plans
     }
 
     /// The JSON form of a stored row (the same bytes ``render(_:)`` gives for the object), with the
@@ -40,28 +59,50 @@ struct ObjectCodec {
     func render(row: StoreRow, toMany: [String: [ObjectID]]) -> [UInt8] {
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(512)
+        guard let plan = plans[row.id.entityName] else { return Array("{}".utf8) }
+        let positional = plan.layout.map { row.attributes.follows($0) } ?? false
         func writeKey(_ id: ObjectID?) {
-            if let pk = id?.primaryKey { JSONValue.writeInteger(pk, to: &out) } else { out += Array("null".utf8) }
+            if let pk = id?.primaryKey { JSONValue.writeInteger(pk, to: &out) } else { out += Self.null }
         }
-        for (index, (key, member)) in (members[row.id.entityName] ?? []).enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            out += key
-            switch member {
-            case .id: writeKey(row.id)
-            case .version: JSONValue.writeInteger(row.version, to: &out)
-            case .attribute(let name): row[attribute: name].json.write(to: &out)
-            case .toOne(let name): writeKey(row.toOne[name] ?? nil)
-            case .toMany(let name):
-                out.append(UInt8(ascii: "["))
-                for (position, id) in (toMany[name] ?? []).enumerated() {
-                    if position > 0 { out.append(UInt8(ascii: ",")) }
-                    writeKey(id)
+        plan.keyBytes.withUnsafeBufferPointer { keys in
+            var start = 0
+            for (index, member) in plan.members.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                let end = plan.keyEnds[index]
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: keys[start..<end]))
+                start = end
+                switch member {
+                case .id: writeKey(row.id)
+                case .version: JSONValue.writeInteger(row.version, to: &out)
+                case .attribute(let name, let position):
+                    Self.write(
+                        (positional ? row.attributes[position: position] : row.attributes[name]) ?? .null, to: &out)
+                case .toOne(let name): writeKey(row.toOne[name] ?? nil)
+                case .toMany(let name):
+                    out.append(UInt8(ascii: "["))
+                    for (position, id) in (toMany[name] ?? []).enumerated() {
+                        if position > 0 { out.append(UInt8(ascii: ",")) }
+                        writeKey(id)
+                    }
+                    out.append(UInt8(ascii: "]"))
                 }
-                out.append(UInt8(ascii: "]"))
             }
         }
         out.append(UInt8(ascii: "}"))
         return out
+    }
+
+    private static let null = Array("null".utf8)
+
+    /// Writes an attribute value's JSON form: the common kinds directly, the rest through `json`.
+    static func write(_ value: AttributeValue, to out: inout [UInt8]) {
+        switch value {
+        case .null: out += null
+        case .string(let text), .uri(let text): JSONValue.writeString(text, to: &out)
+        case .integer(let number): JSONValue.writeInteger(number, to: &out)
+        case .boolean(let flag): out += flag ? Array("true".utf8) : Array("false".utf8)
+        default: value.json.write(to: &out)
+        }
     }
 
     /// The JSON form of an object: id, version, every attribute (null when nil), every to-one as an

@@ -55,11 +55,13 @@ extension RESTService {
             status: 200, headers: [("Content-Type", "application/json"), ("ETag", etag)], body: try render(row))
     }
 
-    /// The JSON bytes of a stored row, its to-many relationships read from the store.
+    /// The JSON bytes of a row, its to-many relationships read from the store unless the row holds
+    /// them.
     func render(_ row: StoreRow) throws(Problem) -> [UInt8] {
-        var lists: [String: [ObjectID]] = [:]
+        var lists = row.toMany
         do {
-            for relationship in model.relationships(of: row.id.entityName) where relationship.isToMany {
+            for relationship in model.relationships(of: row.id.entityName)
+            where relationship.isToMany && lists[relationship.name] == nil {
                 lists[relationship.name] = try coordinator.relatedIDs(of: row.id, relationship: relationship.name)
             }
         } catch {
@@ -254,9 +256,17 @@ extension RESTService {
 
     /// Renders a write's outcome after its commit, reading the saved objects (with their permanent
     /// IDs and new versions) from the stores rather than the shared root.
-    func render(_ outcome: WriteOutcome, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+    /// - Parameter created: the committed context, to render objects it created from (a new
+    ///   object's row is what the context holds, at version 1: no need to read it back).
+    func render(_ outcome: WriteOutcome, _ request: HTTPRequest, created child: ObjectContext? = nil) throws(Problem)
+        -> HTTPResponse
+    {
         let minimal = (request.header("prefer") ?? "").lowercased().contains("return=minimal")
         func savedRow(_ id: ObjectID) throws(Problem) -> StoreRow {
+            if let child, id.isTemporary, var row = try? child.snapshot(of: id), !row.id.isTemporary {
+                row.version = 1
+                return row
+            }
             let permanent = root.permanentID(for: id)
             let row: StoreRow?
             do {

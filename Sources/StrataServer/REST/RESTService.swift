@@ -163,10 +163,7 @@ public final class RESTService: Sendable {
 
     /// The parsed JSON body of a write request.
     func body(_ request: HTTPRequest) throws(Problem) -> JSONValue {
-        let type =
-            (request.header("content-type") ?? "").split(separator: ";").first.map {
-                $0.trimmingCharacters(in: .whitespaces).lowercased()
-            } ?? ""
+        let type = Self.mediaType(request.header("content-type") ?? "")
         guard type == "application/json" || type.hasSuffix("+json") else {
             throw Problem(
                 415, "Unsupported Media Type",
@@ -179,6 +176,14 @@ public final class RESTService: Sendable {
         } catch {
             throw Problem.badRequest("the body is not valid JSON: \(error)")
         }
+    }
+
+    /// The media type of a `Content-Type` value, lowercased, without parameters.
+    static func mediaType(_ header: String) -> String {
+        var type = header.utf8.prefix { $0 != UInt8(ascii: ";") }[...]
+        while let first = type.first, first == 0x20 || first == 0x09 { type = type.dropFirst() }
+        while let last = type.last, last == 0x20 || last == 0x09 { type = type.dropLast() }
+        return String(decoding: type, as: UTF8.self).lowercased()
     }
 
     /// Entity tags of an `If-Match` / `If-None-Match` header: nil for `*`.
@@ -209,7 +214,7 @@ public final class RESTService: Sendable {
         var expectations: [ObjectID: Int64] = [:]
         let outcome = try body(child, &expectations)
         try commit(child, expecting: expectations)
-        return try render(outcome, request)
+        return try render(outcome, request, created: child)
     }
 
     /// Commits a child through the root's group commit; on failure nothing of it is kept.

@@ -21,26 +21,32 @@ enum Route: Equatable {
     init(path: String, resources: [String: String]) {
         var trimmed = Substring(path)
         if trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-        let parts = trimmed.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
-        switch parts {
-        case [""], []: self = .index
-        case ["live"]: self = .live
-        case ["ready"]: self = .ready
-        case ["metrics"]: self = .metrics
-        case ["openapi.json"]: self = .openAPIJSON
-        case ["openapi.yaml"]: self = .openAPIYAML
-        case ["_batch"]: self = .batch
-        default:
-            guard let entity = resources[parts[0]] else {
-                self = .unknown
-                return
+        let parts = trimmed.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        guard let first = parts.first, !(parts.count == 1 && first.isEmpty) else {
+            self = .index
+            return
+        }
+        if parts.count == 1 {
+            switch first {
+            case "live": self = .live
+            case "ready": self = .ready
+            case "metrics": self = .metrics
+            case "openapi.json": self = .openAPIJSON
+            case "openapi.yaml": self = .openAPIYAML
+            case "_batch": self = .batch
+            default: self = resources[String(first)].map { .collection(entity: $0) } ?? .unknown
             }
-            switch parts.count {
-            case 1: self = .collection(entity: entity)
-            case 2: self = .item(entity: entity, id: parts[1])
-            case 3: self = .property(entity: entity, id: parts[1], name: parts[2])
-            default: self = .unknown
-            }
+            return
+        }
+        guard let entity = resources[String(first)] else {
+            self = .unknown
+            return
+        }
+        let id = String(parts[parts.startIndex + 1])
+        switch parts.count {
+        case 2: self = .item(entity: entity, id: id)
+        case 3: self = .property(entity: entity, id: id, name: String(parts[parts.startIndex + 2]))
+        default: self = .unknown
         }
     }
 

@@ -111,12 +111,23 @@ struct BenchTable {
         /// The ratio to the baseline and the target, for rows that have one.
         var target: (ratio: Double, atLeast: Double?, atMost: Double?)?
         var note = ""
+        /// A p99 latency the scenario must stay under, in milliseconds.
+        var p99LimitMilliseconds: Double?
 
         var met: Bool? {
             guard let target else { return nil }
+            if let limit = p99LimitMilliseconds, (Self.milliseconds(p99) ?? .infinity) >= limit { return false }
             if let minimum = target.atLeast, target.ratio < minimum { return false }
             if let maximum = target.atMost, target.ratio > maximum { return false }
             return true
+        }
+
+        /// A wrk latency (`812.00us`, `8.30ms`, `1.20s`) in milliseconds.
+        static func milliseconds(_ text: String) -> Double? {
+            for (suffix, scale) in [("us", 0.001), ("ms", 1.0), ("s", 1000.0)] where text.hasSuffix(suffix) {
+                return Double(text.dropLast(suffix.count)).map { $0 * scale }
+            }
+            return nil
         }
     }
 
@@ -140,6 +151,7 @@ struct BenchTable {
                 ratio = String(format: "%.2f×", t.ratio)
                 if let minimum = t.atLeast { target = "≥ \(Self.format(minimum))×" }
                 if let maximum = t.atMost { target = "≤ \(Self.format(maximum))×" }
+                if let limit = row.p99LimitMilliseconds { target += ", p99 < \(Self.format(limit)) ms" }
             }
             let met = row.met.map { $0 ? "yes" : "NO" } ?? ""
             lines.append([

@@ -129,6 +129,7 @@ struct HTTPBench {
                     row.baselineValue = live.requestsPerSecond
                     if scenario.name.hasPrefix("GET /books/{id}") && connections == 64 {
                         row.target = (result.requestsPerSecond / live.requestsPerSecond, 0.5, nil)
+                        row.p99LimitMilliseconds = 10
                     }
                 } else {
                     row.baseline = "raw SQLite 1-row commits (FULL)"
