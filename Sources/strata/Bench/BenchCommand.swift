@@ -18,7 +18,9 @@ enum BenchCommand {
                                the target is stated for 300)
           --objects N          objects for the library insert/fetch scenarios (default 100000)
           --only PART          run only the library or only the HTTP scenarios
-          --quick              1 s runs, 10,000 objects, 10 s soak: a smoke test of the command
+          --quick              1 s runs, 10,000 objects, 10 s soak: a smoke test of the command,
+                               which exits 0 whenever every scenario ran (the table still says
+                               which targets were met); a full run exits 1 when one is missed
         """
 
     struct Settings {
@@ -27,6 +29,7 @@ enum BenchCommand {
         var objects = 100_000
         var library = true
         var http = true
+        var quick = false
     }
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -47,6 +50,7 @@ enum BenchCommand {
                 return 0
             case "--quick":
                 (settings.duration, settings.soak, settings.objects) = (1, 10, 10_000)
+                settings.quick = true
             case "--duration":
                 guard let number = value() else { return fail("--duration needs a positive number of seconds") }
                 settings.duration = number
@@ -88,7 +92,7 @@ enum BenchCommand {
             return fail("\(error)")
         }
         print(table.render())
-        return table.allTargetsMet ? 0 : 1
+        return table.allTargetsMet || settings.quick ? 0 : 1
     }
 
     static func fail(_ message: String) -> Int32 {
