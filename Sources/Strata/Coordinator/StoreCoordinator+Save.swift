@@ -48,32 +48,52 @@ extension StoreCoordinator {
     /// - Throws: ``StoreError``: `.noStoreForEntity`, `.ambiguousStore`, `.conflict`,
     ///   `.uniqueViolation`, `.invalidRequest` (a reference across stores, say), `.io`.
     public func save(_ request: SaveRequest) throws(StoreError) -> SaveResult {
-        // 1. Route each insert and give it a permanent ID.
-        var grouped: [String: [String: [ObjectID]]] = [:]
+        // 1. Route each insert and give it a permanent ID. Inserts are grouped by store and entity
+        // (keys issued per group); everything per row indexes arrays rather than hashing UUIDs.
+        struct Group {
+            var store: any PersistentStore
+            var identifier: String
+            var entity: String
+            var members: [Int] = []
+        }
+        var groups: [Group] = []
+        var groupOf: [Int] = []
+        groupOf.reserveCapacity(request.inserts.count)
+        var groupByEntity: [String: Int] = [:]  // unassigned inserts
         var storesByID: [String: any PersistentStore] = [:]
-        var routed: [String: any PersistentStore] = [:]  // entity → store, for unassigned inserts
-        for row in request.inserts {
+        for (index, row) in request.inserts.enumerated() {
             guard row.id.isTemporary else {
                 throw StoreError(
                     .invalidRequest, "inserted object \(row.id) already has a permanent ID", entity: row.id.entityName)
             }
+            let entity = row.id.entityName
             let assigned = request.assignments.isEmpty ? nil : request.assignments[row.id]
-            let store: any PersistentStore
-            if assigned == nil, let known = routed[row.id.entityName] {
-                store = known
+            var group: Int
+            if assigned == nil, let known = groupByEntity[entity] {
+                group = known
             } else {
-                store = try storeForInsert(of: row.id.entityName, assigned: assigned)
-                if assigned == nil { routed[row.id.entityName] = store }
+                let store = try storeForInsert(of: entity, assigned: assigned)
+                let identifier = store.identifier
+                if let existing = groups.firstIndex(where: { $0.identifier == identifier && $0.entity == entity }) {
+                    group = existing
+                } else {
+                    group = groups.count
+                    groups.append(Group(store: store, identifier: identifier, entity: entity))
+                    storesByID[identifier] = store
+                }
+                if assigned == nil { groupByEntity[entity] = group }
             }
-            storesByID[store.identifier] = store
-            grouped[store.identifier, default: [:]][row.id.entityName, default: []].append(row.id)
+            groups[group].members.append(index)
+            groupOf.append(group)
         }
+        var issuedIDs = [ObjectID?](repeating: nil, count: request.inserts.count)
         var permanent: [ObjectID: ObjectID] = [:]
         permanent.reserveCapacity(request.inserts.count)
-        for (identifier, byEntity) in grouped {
-            for (entity, temporary) in byEntity {
-                let issued = try storesByID[identifier]!.newObjectIDs(entity: entity, count: temporary.count)
-                for (old, new) in zip(temporary, issued) { permanent[old] = new }
+        for group in groups {
+            let issued = try group.store.newObjectIDs(entity: group.entity, count: group.members.count)
+            for (index, new) in zip(group.members, issued) {
+                issuedIDs[index] = new
+                permanent[request.inserts[index].id] = new
             }
         }
         func resolve(_ id: ObjectID?) throws(StoreError) -> ObjectID? {
@@ -128,14 +148,19 @@ extension StoreCoordinator {
             }
             return (one, many)
         }
-        for row in request.inserts {
+        var insertsByGroup = [[StoreRow]](repeating: [], count: groups.count)
+        for (index, row) in request.inserts.enumerated() {
             var written = row
-            written.id = permanent[row.id]!
-            let owner = written.id.storeIdentifier!
+            written.id = issuedIDs[index]!
+            let group = groupOf[index]
             (written.toOne, written.toMany) = try references(
-                row.toOne, row.toMany, owner: owner, entity: row.id.entityName)
-            changes[owner, default: StoreChanges()].inserts.append(written)
-            summaries[owner, default: StoreChangeSummary()].inserted.append(written.id)
+                row.toOne, row.toMany, owner: groups[group].identifier, entity: row.id.entityName)
+            insertsByGroup[group].append(written)
+        }
+        for (group, rows) in insertsByGroup.enumerated() where !rows.isEmpty {
+            let owner = groups[group].identifier
+            changes[owner, default: StoreChanges()].inserts += rows
+            summaries[owner, default: StoreChangeSummary()].inserted += rows.map(\.id)
         }
         for update in request.updates {
             let owner = try place(update.id)

@@ -191,9 +191,12 @@ extension SQLiteStore {
     /// lists also fix the order.
     private func writeToMany(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) {
         // A new row has no join rows yet: only inserts with members need writing.
-        let lists =
-            changes.inserts.lazy.filter { $0.toMany.values.contains { !$0.isEmpty } }.map { ($0.id, $0.toMany) }
-            + changes.updates.map { ($0.id, $0.toMany) }
+        var lists: [(ObjectID, [String: [ObjectID]])] = []
+        for row in changes.inserts where !row.toMany.isEmpty && row.toMany.values.contains(where: { !$0.isEmpty }) {
+            lists.append((row.id, row.toMany))
+        }
+        for update in changes.updates where !update.toMany.isEmpty { lists.append((update.id, update.toMany)) }
+        if lists.isEmpty { return }
         for pass in [false, true] {
             for (id, toMany) in lists {
                 for (name, targets) in toMany.sorted(by: { $0.key < $1.key }) {

@@ -6,22 +6,34 @@ extension RESTService {
 
     func list(_ entity: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let query = try ListQuery(request.query, entity: entity, model: model, storeFor: { storeByEntity[$0] })
-        let context = readContext()
         var fetch = query.request(entity)
         // One more than the page tells whether there is a next page.
         fetch.fetchLimit = query.limit + 1
-        var members: [String: JSONValue] = [:]
+        let rows: [StoreRow]
+        var total: Int?
         do {
-            let objects = try context.fetch(fetch)
-            let more = objects.count > query.limit
-            members["items"] = .array(
-                try objects.prefix(query.limit).map { object throws(ContextError) in try codec.render(object) })
-            members["total"] = query.countExact ? .integer(Int64(try context.count(fetch))) : .null
-            members["next"] = more ? .string(nextLink(request, offset: query.offset + query.limit)) : .null
+            rows = try coordinator.fetch(fetch)
+            if query.countExact { total = try coordinator.count(fetch) }
         } catch {
-            throw Problem(error)
+            // A predicate the store cannot apply is the client's mistake, as through a context.
+            throw error.code == .invalidRequest ? Problem.badRequest(error.message) : Problem(error)
         }
-        return json(200, .object(members))
+        // {"items":[…],"next":…,"total":…}: keys in the order every other document sorts them.
+        var body = Array(#"{"items":["#.utf8)
+        for (index, row) in rows.prefix(query.limit).enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body += try render(row)
+        }
+        body += Array(#"],"next":"#.utf8)
+        if rows.count > query.limit {
+            JSONValue.writeString(nextLink(request, offset: query.offset + query.limit), to: &body)
+        } else {
+            body += Array("null".utf8)
+        }
+        body += Array(#","total":"#.utf8)
+        if let total { JSONValue.writeInteger(Int64(total), to: &body) } else { body += Array("null".utf8) }
+        body.append(UInt8(ascii: "}"))
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
     }
 
     /// The link to the page starting at `offset`, keeping the other parameters.
