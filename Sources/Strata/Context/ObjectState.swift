@@ -127,7 +127,4 @@ final class ObjectIDRegistry: Sendable {
             }
         }
     }
-
-    /// How many temporary → permanent mappings are kept (for tests).
-    var mappingCount: Int { state.withLock { $0.permanent.count } }
 }

@@ -73,8 +73,6 @@ struct SQLiteSchema: Sendable {
     let joinTables: [JoinTableDescription]
     /// The columns (in table order) that belong to each entity.
     let columnsByEntity: [String: [Column]]
-    /// `columnsByEntity` as ``ColumnInfo``s.
-    let infosByEntity: [String: [ColumnInfo]]
 
     /// How to read or write one entity's row positionally.
     struct RowPlan: Sendable {
@@ -117,7 +115,6 @@ struct SQLiteSchema: Sendable {
         }
         self.tables = tables
         self.columnsByEntity = columnsByEntity
-        infosByEntity = columnsByEntity.mapValues { $0.map { ColumnInfo($0, model: model, tables: tables) } }
         var plans: [String: RowPlan] = [:]
         for entity in entities {
             guard let layout = model.attributeLayout(of: entity), let table = tables[model.rootEntity(of: entity)]
