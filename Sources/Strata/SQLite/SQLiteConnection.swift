@@ -73,12 +73,7 @@ final class SQLiteConnection {
 
     /// Runs a query from a statement text built once, mapping each row.
     func query<T>(_ text: SQLText, _ arguments: [SQLiteValue], _ map: (SQLiteStatement) throws -> T) throws -> [T] {
-        let statement = try statement(text)
-        defer { statement.reset() }
-        try statement.bind(arguments)
-        var rows: [T] = []
-        while try statement.step() { rows.append(try map(statement)) }
-        return rows
+        try statement(text).rows(arguments, map)
     }
 
     /// A prepared statement for `sql`, reset and with cleared bindings; cached for reuse.
@@ -106,12 +101,7 @@ final class SQLiteConnection {
 
     /// Runs a query and maps each row.
     func query<T>(_ sql: String, _ arguments: [SQLiteValue] = [], _ map: (SQLiteStatement) throws -> T) throws -> [T] {
-        let statement = try statement(sql)
-        defer { statement.reset() }
-        try statement.bind(arguments)
-        var rows: [T] = []
-        while try statement.step() { rows.append(try map(statement)) }
-        return rows
+        try statement(sql).rows(arguments, map)
     }
 
     /// The number of rows the last statement changed.
@@ -183,6 +173,15 @@ final class SQLiteStatement {
             }
         }
         guard status == SQLITE_OK else { throw connection.error(sql: sql, code: status) }
+    }
+
+    /// Binds `arguments`, maps every row, and resets the statement.
+    func rows<T>(_ arguments: [SQLiteValue], _ map: (SQLiteStatement) throws -> T) throws -> [T] {
+        defer { reset() }
+        try bind(arguments)
+        var rows: [T] = []
+        while try step() { rows.append(try map(self)) }
+        return rows
     }
 
     /// Steps once: true when a row is available.
