@@ -219,6 +219,64 @@ struct HTTPServerTests {
         #expect(slowResponse.text == "/slow")
     }
 
+    /// Each dispatch mode on one keep-alive connection and beside each other: inline answers on
+    /// the polling thread, deferred answers later from another thread (or 500 when its responder
+    /// is dropped unanswered), and neither holds other connections up.
+    @Test func dispatchesInlinePooledAndDeferredRequests() throws {
+        let threads = Locked<[String: String]>([:])
+        let server = HTTPServer(
+            configuration: Self.loopback(),
+            handler: { request in
+                threads.withLock { $0[request.path] = Thread.current.name ?? "" }
+                return HTTPResponse(status: 200, body: Array("handled \(request.path)".utf8))
+            },
+            tooLarge: { _ in HTTPResponse(status: 413) },
+            dispatch: { request in
+                switch request.path {
+                case "/inline": .inline
+                case "/later", "/lost": .deferred
+                default: .pool
+                }
+            },
+            deferred: { request, responder in
+                guard request.path == "/later" else { return }  // "/lost" drops its responder
+                DispatchQueue.global().asyncAfter(deadline: .now() + 1) {
+                    responder.respond(HTTPResponse(status: 202, body: Array("later \(responder.request.path)".utf8)))
+                }
+            })
+        try server.start()
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.port)
+        let later = try connection.exchange("GET /later HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(later.status == 202)
+        #expect(later.text == "later /later")
+        #expect(later.headers["connection"]?.lowercased() != "close")
+        #expect(try connection.exchange("GET /inline HTTP/1.1\r\nHost: t\r\n\r\n").text == "handled /inline")
+        let second = try RawConnection(port: server.port)
+        #expect(try second.exchange("GET /inline HTTP/1.1\r\nHost: t\r\n\r\n").text == "handled /inline")
+        #expect(try second.exchange("GET /pooled HTTP/1.1\r\nHost: t\r\n\r\n").text == "handled /pooled")
+        #expect(try second.exchange("GET /lost HTTP/1.1\r\nHost: t\r\n\r\n").status == 500)
+        #expect(threads.withLock { $0["/pooled"] } == "strata-handler")
+        #expect(threads.withLock { $0["/inline"] } != "strata-handler")
+
+        // Twenty deferred requests wait at once; quick ones on other connections are not held up.
+        let waiting = try (0..<20).map { _ in
+            let connection = try RawConnection(port: server.port)
+            try connection.send("GET /later HTTP/1.1\r\nHost: t\r\n\r\n")
+            return connection
+        }
+        try Self.waitUntil { server.activeRequests == 20 }
+        let begin = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<20 {
+            #expect(
+                try RawConnection(port: server.port).exchange("GET /inline HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9
+        #expect(seconds < 0.8, "quick requests took \(seconds) s beside 20 deferred ones")
+        for connection in waiting { #expect(try connection.readResponse().status == 202) }
+        #expect(server.activeRequests == 0)
+    }
+
     @Test func stopWaitsForARequestInFlightThenRefusesConnections() throws {
         let server = HTTPServer(configuration: Self.loopback()) { request in
             if request.path == "/slow" { sleep(1) }

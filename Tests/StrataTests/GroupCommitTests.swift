@@ -85,4 +85,55 @@ import Testing
         #expect(stored.integer("rank") == 2)
         #expect(stored.version == 3)
     }
+
+    /// Commits that nobody waits for: each completion gets its own outcome once, the group runs on
+    /// the thread `lead` provides, and invalid changes are refused before anything is queued.
+    @Test func commitsWithoutWaitingReportEachOutcomeOnce() throws {
+        let folder = TemporaryDirectory()
+        let root = try StackKind.explicit.make(folder, durability: .normal)
+        try root.insert("Tag", values: ["name": .string("taken")])
+        try root.save()
+        let outcomes = Locked<[String: Int]>([:])
+        let leaders = Locked(0)
+        let finished = DispatchGroup()
+        let commits = 200
+        DispatchQueue.concurrentPerform(iterations: commits) { index in
+            let child = root.newChildContext()
+            do throws(ContextError) {
+                try child.insert("Tag", values: ["name": .string(index % 20 == 0 ? "taken" : "tag \(index)")])
+                finished.enter()
+                try root.commit(
+                    child,
+                    lead: { job in
+                        leaders.withLock { $0 += 1 }
+                        Thread.detachNewThread { job() }
+                    },
+                    completion: { error in
+                        let outcome = error?.storeError?.code.rawValue ?? error?.code.rawValue ?? "ok"
+                        outcomes.withLock { $0[outcome, default: 0] += 1 }
+                        // Committed changes are cleared; a failed child keeps its changes.
+                        #expect(child.hasChanges == (error != nil))
+                        finished.leave()
+                    })
+            } catch {
+                Issue.record("\(error)")
+                finished.leave()
+            }
+        }
+        #expect(finished.wait(timeout: .now() + 60) == .success)
+        #expect(outcomes.current == ["ok": commits - commits / 20, "uniqueViolation": commits / 20])
+        #expect(leaders.current >= 1 && leaders.current <= commits)
+        #expect(try root.coordinator.count(FetchRequest(entityName: "Tag")) == 1 + commits - commits / 20)
+
+        let invalid = root.newChildContext()
+        try invalid.insert("Author", values: ["name": .string("A"), "rank": .integer(99)])
+        do {
+            try root.commit(invalid, lead: { _ in Issue.record("an invalid child started a commit") }) { _ in
+                Issue.record("an invalid child was queued")
+            }
+            Issue.record("an invalid child was accepted")
+        } catch {
+            #expect(error.code == .validation)
+        }
+    }
 }

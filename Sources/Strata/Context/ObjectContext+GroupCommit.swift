@@ -2,16 +2,36 @@ import Dispatch
 
 /// One child's changes waiting for the root's next group commit.
 final class CommitTicket: @unchecked Sendable {
-    // Safe to share: `pushed` and `expectations` are immutable; `error` is written by the
-    // committing thread before `done` is signalled and read by the waiting thread after.
+    // Safe to share: `pushed`, `expectations`, `child` and `completion` are immutable; `error` is
+    // written by the committing thread before `done` is signalled (or `completion` called) and
+    // read by the waiting thread after.
     let pushed: PushedChanges
     let expectations: [ObjectID: Int64]
     var error: ContextError?
     let done = DispatchSemaphore(value: 0)
+    /// For a commit nobody waits for: the child, whose changes are cleared once committed, and
+    /// what to call with the outcome.
+    let child: ObjectContext?
+    let completion: (@Sendable (ContextError?) -> Void)?
 
-    init(pushed: PushedChanges, expectations: [ObjectID: Int64]) {
+    init(
+        pushed: PushedChanges, expectations: [ObjectID: Int64], child: ObjectContext? = nil,
+        completion: (@Sendable (ContextError?) -> Void)? = nil
+    ) {
         self.pushed = pushed
         self.expectations = expectations
+        self.child = child
+        self.completion = completion
+    }
+
+    /// Tells the waiting thread, or the completion, that the ticket's commit is over.
+    func finish() {
+        guard let completion else {
+            done.signal()
+            return
+        }
+        if error == nil { child?.storage.withLock { $0.clearPending() } }
+        completion(error)
     }
 }
 
@@ -40,31 +60,66 @@ extension ObjectContext {
             try child.pushedChanges(&s)
         }
         let ticket = CommitTicket(pushed: pushed, expectations: expectations)
-        let leads = commitQueue.withLock { queue -> Bool in
-            queue.waiting.append(ticket)
-            if queue.committing { return false }
-            queue.committing = true
-            return true
-        }
-        if leads {
-            // This thread commits groups until nobody is waiting; its own ticket is in the first.
-            while let group = commitQueue.withLock({ queue -> [CommitTicket]? in
-                if queue.waiting.isEmpty {
-                    queue.committing = false
-                    return nil
-                }
-                defer { queue.waiting.removeAll() }
-                return queue.waiting
-            }) {
-                let changes = commitGroup(group)
-                for change in changes { notify(change) }
-                for member in group where member !== ticket { member.done.signal() }
-            }
+        if enqueue(ticket) {
+            commitGroups(leader: ticket)
         } else {
             ticket.done.wait()
         }
         if let error = ticket.error { throw error }
         child.storage.withLock { $0.clearPending() }
+    }
+
+    /// Saves a child of this root context into the stores as part of a group commit, like
+    /// ``commit(_:expecting:)``, without waiting: `completion` gets the outcome (`nil` once the
+    /// transaction holding the child's changes is durable) on the thread that committed it.
+    ///
+    /// When no commit is in progress, the group commit needs a thread to run on: `lead` gets a
+    /// closure that commits groups until nobody is waiting, to run on a thread that may block
+    /// (it writes to the stores). Validation failures are reported before this returns.
+    /// - Parameters:
+    ///   - child: a child of this context; its changes stay in place when the commit fails.
+    ///   - expectations: versions the objects must still have when the commit happens.
+    ///   - lead: runs the commit loop elsewhere, e.g. on a thread pool.
+    ///   - completion: called once with the outcome, after the child's changes are cleared on
+    ///     success.
+    /// - Throws: ``ContextError`` with `.validation` when the child's changes are not valid
+    ///   (`completion` is then never called).
+    public func commit(
+        _ child: ObjectContext, expecting expectations: [ObjectID: Int64] = [:],
+        lead: (@escaping @Sendable () -> Void) -> Void, completion: @escaping @Sendable (ContextError?) -> Void
+    ) throws(ContextError) {
+        precondition(parent == nil && child.parent === self, "commit(_:) takes a child of a root context")
+        let pushed = try child.storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            try child.pushedChanges(&s)
+        }
+        let ticket = CommitTicket(pushed: pushed, expectations: expectations, child: child, completion: completion)
+        if enqueue(ticket) { lead { [self] in commitGroups(leader: nil) } }
+    }
+
+    /// Queues `ticket` for the next group; true when the caller must lead the commits.
+    private func enqueue(_ ticket: CommitTicket) -> Bool {
+        commitQueue.withLock { queue -> Bool in
+            queue.waiting.append(ticket)
+            if queue.committing { return false }
+            queue.committing = true
+            return true
+        }
+    }
+
+    /// Commits groups until nobody is waiting, telling each member but `leader` its outcome.
+    private func commitGroups(leader: CommitTicket?) {
+        while let group = commitQueue.withLock({ queue -> [CommitTicket]? in
+            if queue.waiting.isEmpty {
+                queue.committing = false
+                return nil
+            }
+            defer { queue.waiting.removeAll() }
+            return queue.waiting
+        }) {
+            let changes = commitGroup(group)
+            for change in changes { notify(change) }
+            for member in group where member !== leader { member.finish() }
+        }
     }
 
     /// Writes a group: all together first, with the storage lock released while the stores

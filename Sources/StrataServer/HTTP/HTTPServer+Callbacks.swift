@@ -7,15 +7,18 @@ import CMicroHTTPD
 #endif
 
 extension HTTPServer {
-    /// Starts libmicrohttpd in thread-per-connection mode with the configured limits. Every
-    /// callback is a capture-free closure that finds its ``HTTPServerContext`` through `cls`.
+    /// Starts libmicrohttpd with a pool of epoll polling threads, suspend/resume allowed, and the
+    /// configured limits. Every callback is a capture-free closure that finds its
+    /// ``HTTPServerContext`` through `cls`.
     static func startDaemon(
         configuration: HTTPServerConfiguration, address: UnsafeMutablePointer<sockaddr>, isIPv6: Bool,
         context: UnsafeMutableRawPointer
     ) -> OpaquePointer? {
         var flags =
-            MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
-            | MHD_USE_POLL.rawValue | MHD_USE_ITC.rawValue | MHD_USE_ERROR_LOG.rawValue
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+            | MHD_USE_ERROR_LOG.rawValue
+        let pollingThreads =
+            configuration.pollingThreads > 0 ? configuration.pollingThreads : sysconf(Int32(_SC_NPROCESSORS_ONLN))
         if isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         var options = [
             // First, so that start-up errors reach it.
@@ -29,6 +32,7 @@ extension HTTPServer {
                     Unmanaged<HTTPServerContext>.fromOpaque(cls).takeUnretainedValue()
                         .log(message.trimmingTrailingNewlines())
                 }, context),
+            cmhd_option_value(.THREAD_POOL_SIZE, max(1, pollingThreads)),
             cmhd_option_value(.CONNECTION_LIMIT, max(1, configuration.maxConnections)),
             cmhd_option_value(.PER_IP_CONNECTION_LIMIT, max(0, configuration.perIPConnectionLimit)),
             cmhd_option_value(.CONNECTION_TIMEOUT, max(0, configuration.connectionTimeoutSeconds)),

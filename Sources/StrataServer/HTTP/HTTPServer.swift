@@ -9,9 +9,13 @@ import Strata
 
 /// An HTTP/1.1 server on libmicrohttpd that hands each complete request to a handler.
 ///
-/// The daemon runs one thread per connection (`MHD_USE_THREAD_PER_CONNECTION`): the handler may
-/// block, say on a slow SQLite call, and only its own connection waits. libmicrohttpd's other modes
-/// multiplex several connections on each thread, so one blocking handler would stall them all.
+/// A few polling threads (one per core by default) serve every connection with epoll; `dispatch`
+/// says where each complete request is handled (``HTTPDispatch``). A quick, non-blocking request
+/// (a read by primary key) is answered on its polling thread. Any other is handled while its
+/// connection is suspended: by `handler` on a handler thread, or by the `deferred` handler, which
+/// starts the work and answers through an ``HTTPResponder`` when it is done (a write waiting for
+/// a group commit holds no thread meanwhile). So a handler that blocks stalls only its own
+/// connection, and the polling threads never wait.
 ///
 /// ```swift
 /// let server = HTTPServer(configuration: HTTPServerConfiguration()) { request in
@@ -25,6 +29,8 @@ public final class HTTPServer: Sendable {
     private let configuration: HTTPServerConfiguration
     private let handler: @Sendable (HTTPRequest) -> HTTPResponse
     private let tooLarge: @Sendable (HTTPRequest) -> HTTPResponse
+    private let dispatch: @Sendable (HTTPRequest) -> HTTPDispatch
+    private let deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)?
     private let counters = Locked(HTTPServerCounters())
     private let boundPort = Locked<UInt16>(0)
     /// The running daemon; held for the whole of `start()` and `stop()` so they never overlap.
@@ -32,20 +38,28 @@ public final class HTTPServer: Sendable {
 
     /// Prepares a server; nothing listens until ``start()``.
     /// - Parameters:
-    ///   - configuration: the address, port and limits.
-    ///   - handler: answers each complete request. It runs on the connection's own thread and
-    ///     may block; it must not call ``stop()``, which waits for it.
+    ///   - configuration: the address, port, threads and limits.
+    ///   - handler: answers each complete request that `deferred` does not. It may block unless
+    ///     `dispatch` said ``HTTPDispatch/inline``; it must not call ``stop()``, which waits for it.
     ///   - tooLarge: answers a request whose body is over `maxBodyBytes`; it gets the request
     ///     without its body. A declared `Content-Length` over the limit is answered before the
     ///     body is read (and the connection closed); a chunked body that grows past the limit
     ///     is discarded as it arrives and answered when the upload ends.
+    ///   - dispatch: where each request is handled; by default every request runs `handler` on
+    ///     a handler thread.
+    ///   - deferred: handles the requests dispatched ``HTTPDispatch/deferred`` (without it they go
+    ///     to `handler` on a handler thread). It runs on a polling thread and must not block.
     public init(
         configuration: HTTPServerConfiguration, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
-        tooLarge: @escaping @Sendable (HTTPRequest) -> HTTPResponse
+        tooLarge: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
+        dispatch: @escaping @Sendable (HTTPRequest) -> HTTPDispatch = { _ in .pool },
+        deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)? = nil
     ) {
         self.configuration = configuration
         self.handler = handler
         self.tooLarge = tooLarge
+        self.dispatch = dispatch
+        self.deferred = deferred
     }
 
     deinit { stop() }
@@ -57,8 +71,11 @@ public final class HTTPServer: Sendable {
         try daemon.withLock { (running: inout RunningDaemon?) throws(HTTPServerError) in
             guard running == nil else { throw HTTPServerError("the server is already running on port \(port)") }
             let address = try SocketAddress(host: configuration.host, port: configuration.port)
+            let handlerThreads =
+                configuration.maxHandlerThreads > 0 ? configuration.maxHandlerThreads : configuration.maxConnections
             let context = HTTPServerContext(
-                handler: handler, tooLarge: tooLarge, maxBodyBytes: max(0, configuration.maxBodyBytes),
+                handler: handler, tooLarge: tooLarge, dispatch: dispatch, deferred: deferred,
+                maxBodyBytes: max(0, configuration.maxBodyBytes), pool: HandlerPool(maxThreads: handlerThreads),
                 counters: counters)
             let retained = Unmanaged.passRetained(context)
             let started = address.withSockaddrPointer { socketAddress in
@@ -68,6 +85,7 @@ public final class HTTPServer: Sendable {
             }
             let messages = context.finishStartup()
             guard let started else {
+                context.pool.shutdown()
                 retained.release()
                 let reason = messages.isEmpty ? "libmicrohttpd could not start" : messages.joined(separator: "; ")
                 throw HTTPServerError("cannot listen on \(configuration.host) port \(configuration.port): \(reason)")
@@ -102,8 +120,12 @@ public final class HTTPServer: Sendable {
             while counters.withLock({ $0.inFlight }) > 0 && Self.nowNanoseconds() < deadline {
                 usleep(5_000)
             }
+            // libmicrohttpd must not be stopped while a connection is suspended: a handler still
+            // running past the grace period is waited for (its response then fails to send).
+            while counters.withLock({ $0.suspended }) > 0 { usleep(5_000) }
             MHD_stop_daemon(current.handle)
             if listener >= 0 { _ = close(listener) }
+            current.context.takeUnretainedValue().pool.shutdown()
             current.context.release()
         }
     }

@@ -13,6 +13,12 @@ public struct HTTPServerConfiguration: Sendable {
     public var perIPConnectionLimit: Int = 256
     /// Seconds a connection may stay idle before it is closed; 0 means never.
     public var connectionTimeoutSeconds: Int = 30
+    /// libmicrohttpd's polling threads, each serving its share of the connections with epoll;
+    /// 0 means one per processor core.
+    public var pollingThreads: Int = 0
+    /// The most threads running handlers that do not answer inline (see ``HTTPServer``); 0 means
+    /// `maxConnections`, so no such request waits for another to finish.
+    public var maxHandlerThreads: Int = 0
     /// The longest ``HTTPServer/stop()`` waits for requests in flight before closing connections.
     public var shutdownGraceSeconds: Int = 30
 

@@ -7,6 +7,8 @@ struct HTTPServerCounters {
     var inHandler = 0
     /// Requests whose headers arrived and whose completion libmicrohttpd has not yet reported.
     var inFlight = 0
+    /// Connections suspended while a pool thread runs their handler.
+    var suspended = 0
     /// Set by `stop()`: responses then carry `Connection: close`.
     var stopping = false
 }
@@ -16,19 +18,28 @@ struct HTTPServerCounters {
 final class HTTPServerContext: Sendable {
     let handler: @Sendable (HTTPRequest) -> HTTPResponse
     let tooLarge: @Sendable (HTTPRequest) -> HTTPResponse
+    let dispatch: @Sendable (HTTPRequest) -> HTTPDispatch
+    let deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)?
     let maxBodyBytes: Int
+    /// Runs the handlers that do not answer inline.
+    let pool: HandlerPool
     let counters: Locked<HTTPServerCounters>
     /// libmicrohttpd's error messages while the daemon starts; `nil` once it runs.
     private let startupMessages = Locked<[String]?>([])
 
     init(
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
-        tooLarge: @escaping @Sendable (HTTPRequest) -> HTTPResponse, maxBodyBytes: Int,
+        tooLarge: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
+        dispatch: @escaping @Sendable (HTTPRequest) -> HTTPDispatch,
+        deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)?, maxBodyBytes: Int, pool: HandlerPool,
         counters: Locked<HTTPServerCounters>
     ) {
         self.handler = handler
         self.tooLarge = tooLarge
+        self.dispatch = dispatch
+        self.deferred = deferred
         self.maxBodyBytes = maxBodyBytes
+        self.pool = pool
         self.counters = counters
     }
 
@@ -74,17 +85,40 @@ final class HTTPServerContext: Sendable {
         return respond(to: pending, on: connection)
     }
 
-    /// Runs the handler (or `tooLarge`) once for `pending` and queues its response.
+    /// Answers `pending`: queues the response left by a handler that ran elsewhere; or runs
+    /// `tooLarge`, or a handler dispatched inline, and queues its response; or suspends the
+    /// connection and hands the request to the pool or the deferred handler, whose
+    /// ``HTTPResponder`` resumes the connection with the response (libmicrohttpd then calls the
+    /// access handler again).
     private func respond(to pending: PendingRequest, on connection: OpaquePointer) -> MHD_Result {
+        if let response = pending.response {
+            pending.response = nil
+            return HTTPConnection.queue(response, on: connection, closing: counters.withLock { $0.stopping })
+        }
         guard !pending.answered else { return .YES }
         pending.answered = true
-        counters.withLock { $0.inHandler += 1 }
-        let response = pending.exceeded ? tooLarge(pending.request) : handler(pending.request)
-        let closing = counters.withLock { counters in
-            counters.inHandler -= 1
-            return counters.stopping
+        let mode = pending.exceeded ? .inline : dispatch(pending.request)
+        if case .inline = mode {
+            counters.withLock { $0.inHandler += 1 }
+            let response = pending.exceeded ? tooLarge(pending.request) : handler(pending.request)
+            let closing = counters.withLock { counters in
+                counters.inHandler -= 1
+                return counters.stopping
+            }
+            return HTTPConnection.queue(response, on: connection, closing: closing)
         }
-        return HTTPConnection.queue(response, on: connection, closing: closing)
+        counters.withLock {
+            $0.suspended += 1
+            $0.inHandler += 1
+        }
+        MHD_suspend_connection(connection)
+        let responder = HTTPResponder(SuspendedRequest(pending: pending, connection: connection), context: self)
+        if case .deferred = mode, let deferred {
+            deferred(pending.request, responder)
+        } else {
+            pool.submit { [handler] in responder.respond(handler(responder.request)) }
+        }
+        return .YES
     }
 
     /// The completion notice (also sent for aborted and timed-out requests): releases the
@@ -114,12 +148,25 @@ final class HTTPServerContext: Sendable {
 }
 
 /// The state of one request between access-handler calls; owned through `*con_cls`.
-final class PendingRequest {
+final class PendingRequest: @unchecked Sendable {
+    // Safe to share: a polling thread uses it until the connection is suspended, then one pool
+    // thread until it resumes the connection, then the polling thread again; libmicrohttpd's
+    // resume (under its own lock) orders the pool thread's writes before the polling thread's reads.
     var request: HTTPRequest
     /// The body went over the limit: the rest is discarded and `tooLarge` answers.
     var exceeded = false
-    /// A response was queued.
+    /// The handler ran, or was handed to the pool.
     var answered = false
+    /// The response a pool thread's handler returned, waiting to be queued.
+    var response: HTTPResponse?
 
     init(_ request: HTTPRequest) { self.request = request }
+}
+
+/// A suspended connection and its request, handed to the thread that answers it.
+struct SuspendedRequest: @unchecked Sendable {
+    // Safe to send: the connection is suspended, so libmicrohttpd does not touch it until the
+    // answering thread calls `MHD_resume_connection`, the only call made on it there.
+    let pending: PendingRequest
+    let connection: OpaquePointer
 }

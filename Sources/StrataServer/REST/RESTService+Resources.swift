@@ -55,16 +55,26 @@ extension RESTService {
     /// context (the same answer a fresh context gives, without building one).
     func read(_ entity: String, _ id: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         if !request.query.isEmpty { throw Problem.badRequest("a single object takes no query parameters") }
-        let row = try storedRow(entity, id)
-        let etag = ObjectCodec.etag(row.version)
+        let key = Int64(id) ?? 0
+        let (cached, generation) = readCache.lookup(entity, key)
+        let entry: ReadCache.Entry
+        if let cached {
+            entry = cached
+        } else {
+            let row = try storedRow(entity, id)
+            entry = ReadCache.Entry(version: row.version, body: try render(row))
+            readCache.store(entity, key, entry, generation: generation)
+        }
+        let version = entry.version
+        let etag = ObjectCodec.etag(version)
         if let header = request.header("if-none-match") {
             let tags = try Self.entityTags(header)
-            if tags == nil || tags!.contains(row.version) {
+            if tags == nil || tags!.contains(version) {
                 return HTTPResponse(status: 304, headers: [("ETag", etag)])
             }
         }
         return HTTPResponse(
-            status: 200, headers: [("Content-Type", "application/json"), ("ETag", etag)], body: try render(row))
+            status: 200, headers: [("Content-Type", "application/json"), ("ETag", etag)], body: entry.body)
     }
 
     /// The JSON bytes of a row, its to-many relationships read from the store unless the row holds

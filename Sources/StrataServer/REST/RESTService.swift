@@ -20,14 +20,22 @@ public final class RESTService: Sendable {
     let storeByEntity: [String: String]
     /// An ID of each entity in its store, to make others from (`withPrimaryKey`).
     let prototypeByEntity: [String: ObjectID]
+    /// Rendered objects read by primary key.
+    let readCache: ReadCache
     /// The OpenAPI document, if one is served.
     let openAPI: (@Sendable () -> (json: String, yaml: String))?
 
     /// Creates the service.
+    /// - Parameters:
+    ///   - coordinator: the stack to serve; every entity must be held by exactly one store.
+    ///   - metrics: the counters `/metrics` shows.
+    ///   - openAPI: the OpenAPI document to serve, if any.
+    ///   - readCacheLimit: how many rendered objects per entity the service keeps for reads by id
+    ///     (0 keeps none). The cache sees writes made through ``root`` only.
     /// - Throws: ``Problem`` (status 500) when an entity is held by no store or by several.
     public init(
         coordinator: StoreCoordinator, metrics: Metrics = Metrics(),
-        openAPI: (@Sendable () -> (json: String, yaml: String))? = nil
+        openAPI: (@Sendable () -> (json: String, yaml: String))? = nil, readCacheLimit: Int = 10_000
     ) throws(Problem) {
         model = coordinator.model
         self.coordinator = coordinator
@@ -57,7 +65,12 @@ public final class RESTService: Sendable {
         prototypeByEntity = stores.reduce(into: [:]) {
             $0[$1.key] = ObjectID(store: $1.value, entity: $1.key, primaryKey: 0)
         }
-        root.observeSaves { changes in metrics.recordSave(stores: Array(changes.byStore.keys)) }
+        let readCache = ReadCache(model: coordinator.model, limit: readCacheLimit)
+        self.readCache = readCache
+        root.observeSaves { changes in
+            readCache.invalidate(changes)
+            metrics.recordSave(stores: Array(changes.byStore.keys))
+        }
         // Keep the root's cache from growing with every object ever written.
         root.cacheLimit = 10_000
     }
@@ -77,6 +90,91 @@ public final class RESTService: Sendable {
             route: route.template { pathByEntity[$0] ?? $0 }, method: request.method, status: response.status,
             seconds: seconds)
         return response
+    }
+
+    /// Where a server should handle `request`: ``HTTPDispatch/inline`` for what is answered
+    /// quickly without waiting for a lock or a commit (a read of one object by primary key, the
+    /// service documents that need no store, paths that are not resources);
+    /// ``HTTPDispatch/deferred`` for writes to a collection or an object, which
+    /// ``handle(_:lead:completion:)`` answers once their group commit is durable; and
+    /// ``HTTPDispatch/pool`` for the rest (lists, sub-resources, batches, the OpenAPI document).
+    public func dispatch(for request: HTTPRequest) -> HTTPDispatch {
+        let route = Route(path: request.path, resources: resources)
+        switch (request.method, route) {
+        case ("GET", .index), ("GET", .live), ("GET", .ready), ("GET", .metrics), ("GET", .item), ("GET", .unknown),
+            ("HEAD", .index), ("HEAD", .live), ("HEAD", .ready), ("HEAD", .metrics), ("HEAD", .item),
+            ("HEAD", .unknown):
+            return .inline
+        case ("POST", .collection), ("PATCH", .item), ("PUT", .item), ("DELETE", .item): return .deferred
+        default: return .pool
+        }
+    }
+
+    /// Answers one request without blocking the calling thread: a write to a collection or an
+    /// object is prepared here and answered through `completion` when the root's group commit
+    /// holding it is durable (on the thread that committed it); anything else runs ``handle(_:)``
+    /// through `lead`.
+    /// - Parameters:
+    ///   - lead: runs a job on a thread that may block (the group commit, or a whole request).
+    ///   - completion: gets the response, exactly once.
+    public func handle(
+        _ request: HTTPRequest, lead: @escaping (@escaping @Sendable () -> Void) -> Void,
+        completion: @escaping @Sendable (HTTPResponse) -> Void
+    ) {
+        let started = DispatchTime.now().uptimeNanoseconds
+        let route = Route(path: request.path, resources: resources)
+        guard let prepare = writeBody(request, route) else {
+            lead { [self] in completion(handle(request)) }
+            return
+        }
+        let finish: @Sendable (HTTPResponse) -> Void = { [self] response in
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            metrics.record(
+                route: route.template { pathByEntity[$0] ?? $0 }, method: request.method, status: response.status,
+                seconds: seconds)
+            completion(response)
+        }
+        let child = root.newChildContext()
+        var expectations: [ObjectID: Int64] = [:]
+        do throws(Problem) {
+            let outcome = try prepare(child, &expectations)
+            do {
+                try root.commit(child, expecting: expectations, lead: lead) { [self] error in
+                    if let error {
+                        finish(Problem(error).response)
+                        return
+                    }
+                    do throws(Problem) {
+                        finish(try render(outcome, request, created: child))
+                    } catch {
+                        finish(error.response)
+                    }
+                }
+            } catch {
+                throw Problem(error)
+            }
+        } catch {
+            finish(error.response)
+        }
+    }
+
+    /// What a write request does in its child context, for the routes and methods that write one
+    /// collection or object; `nil` for any other request.
+    private func writeBody(_ request: HTTPRequest, _ route: Route)
+        -> ((ObjectContext, inout [ObjectID: Int64]) throws(Problem) -> WriteOutcome)?
+    {
+        switch (request.method, route) {
+        case ("POST", .collection(let entity)):
+            return { [self] (child: ObjectContext, _: inout [ObjectID: Int64]) throws(Problem) in
+                try create(entity, request, child)
+            }
+        case ("PATCH", .item(let entity, let id)), ("PUT", .item(let entity, let id)),
+            ("DELETE", .item(let entity, let id)):
+            return { [self] (child: ObjectContext, expectations: inout [ObjectID: Int64]) throws(Problem) in
+                try change(entity, id, request, child, expectations: &expectations)
+            }
+        default: return nil
+        }
     }
 
     private func dispatch(_ request: HTTPRequest, _ route: Route) throws(Problem) -> HTTPResponse {
@@ -108,17 +206,15 @@ public final class RESTService: Sendable {
         case .batch: return try batch(request)
         case .collection(let entity):
             if method == "GET" { return try list(entity, request) }
-            return try write(request) { (child: ObjectContext, _: inout [ObjectID: Int64]) throws(Problem) in
-                try create(entity, request, child)
-            }
         case .item(let entity, let id):
             if method == "GET" { return try read(entity, id, request) }
-            return try write(request) { (child: ObjectContext, expectations: inout [ObjectID: Int64]) throws(Problem) in
-                try change(entity, id, request, child, expectations: &expectations)
-            }
         case .property(let entity, let id, let name): return try property(entity, id, name, request)
         case .unknown: throw Problem.notFound("no resource at \(request.path)")
         }
+        guard let body = writeBody(request, route) else {
+            throw Problem.methodNotAllowed(request.method, allowed: route.allowed)
+        }
+        return try write(request, body)
     }
 
     // MARK: - Shared pieces

@@ -51,6 +51,23 @@ public final class StrataServerInstance: Sendable {
                 ).response
                 logLine(StrataServerInstance.accessLine(request, response, 0, format: format))
                 return response
+            },
+            dispatch: { request in
+                // Until the stores load every answer is a constant.
+                service.withLock({ $0 })?.dispatch(for: request) ?? .inline
+            },
+            deferred: { request, responder in
+                let begin = DispatchTime.now().uptimeNanoseconds
+                let respond: @Sendable (HTTPResponse) -> Void = { response in
+                    let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
+                    logLine(StrataServerInstance.accessLine(request, response, milliseconds, format: format))
+                    responder.respond(response)
+                }
+                guard let ready = service.withLock({ $0 }) else {
+                    respond(StrataServerInstance.notReady(request, metrics: metrics))
+                    return
+                }
+                ready.handle(request, lead: responder.runBlocking, completion: respond)
             })
     }
 

@@ -1,0 +1,109 @@
+import Strata
+
+/// The rendered JSON of objects read by primary key (`GET /books/42`), with their versions, so
+/// that a repeated read costs a table lookup instead of SQLite queries and rendering.
+///
+/// Every write of the service goes through its root context, whose save notices arrive after the
+/// stores commit and before any writer gets its response; ``invalidate(_:)`` then drops the
+/// changed objects and every cached object of an entity related to a changed one (whose
+/// relationship lists may have changed through inverses). A read that started before such a
+/// notice cannot put what it read into the cache afterwards: each entity's shelf has a
+/// generation, taken before the read and checked when storing.
+///
+/// Writes made to the stores without the service's root context are not seen: a process that
+/// shares its coordinator with the service must write through ``RESTService/root``.
+final class ReadCache: Sendable {
+    /// One cached object: its version and its JSON body.
+    struct Entry: Sendable {
+        let version: Int64
+        let body: [UInt8]
+    }
+
+    /// One entity's cached objects, evicted first in, first out beyond the limit.
+    struct Shelf {
+        var generation: UInt64 = 0
+        var entries: [Int64: Entry] = [:]
+        var order: [Int64] = []
+        var next = 0
+
+        mutating func clear() {
+            generation &+= 1
+            entries.removeAll(keepingCapacity: true)
+            order.removeAll(keepingCapacity: true)
+            next = 0
+        }
+    }
+
+    private let shelves: [String: Locked<Shelf>]
+    /// For each entity, the shelves holding its objects (its own and its ancestors').
+    private let holders: [String: [Locked<Shelf>]]
+    /// For each entity, the shelves of every entity its relationships lead to (and their kin).
+    private let related: [String: [Locked<Shelf>]]
+    private let limit: Int
+
+    /// A cache for `model`'s entities holding up to `limit` objects per entity (0 turns it off).
+    init(model: ObjectModel, limit: Int) {
+        self.limit = max(0, limit)
+        var shelves: [String: Locked<Shelf>] = [:]
+        for entity in model.entityNames { shelves[entity] = Locked(Shelf()) }
+        self.shelves = shelves
+        /// Every shelf that can hold an object of the family of `entity`'s root.
+        func family(_ entity: String) -> [String] { model.entityAndSubentities(of: model.rootEntity(of: entity)) }
+        var holders: [String: [Locked<Shelf>]] = [:]
+        var related: [String: [Locked<Shelf>]] = [:]
+        for entity in model.entityNames {
+            holders[entity] = family(entity).compactMap { shelves[$0] }
+            var names = Set<String>()
+            for relationship in model.relationships(of: entity) { names.formUnion(family(relationship.destination)) }
+            related[entity] = names.sorted().compactMap { shelves[$0] }
+        }
+        self.holders = holders
+        self.related = related
+    }
+
+    /// The cached object `key` read as `entity`, and the generation to pass to ``store(_:_:_:generation:)``
+    /// after reading it from the store when it is not cached.
+    func lookup(_ entity: String, _ key: Int64) -> (entry: Entry?, generation: UInt64) {
+        guard limit > 0, let shelf = shelves[entity] else { return (nil, 0) }
+        return shelf.withLock { ($0.entries[key], $0.generation) }
+    }
+
+    /// Caches object `key` read as `entity`, unless its entity changed since `generation`.
+    func store(_ entity: String, _ key: Int64, _ entry: Entry, generation: UInt64) {
+        guard limit > 0, let shelf = shelves[entity] else { return }
+        shelf.withLock { shelf in
+            guard shelf.generation == generation else { return }
+            if shelf.entries.updateValue(entry, forKey: key) != nil { return }
+            if shelf.order.count < limit {
+                shelf.order.append(key)
+            } else {
+                shelf.entries[shelf.order[shelf.next]] = nil
+                shelf.order[shelf.next] = key
+                shelf.next = (shelf.next + 1) % limit
+            }
+        }
+    }
+
+    /// Forgets what a root save changed: the saved objects, and every object of an entity related
+    /// to one of them.
+    func invalidate(_ changes: ContextChanges) {
+        guard limit > 0 else { return }
+        var cleared = Set<ObjectIdentifier>()
+        var evicted: [ObjectIdentifier: (Locked<Shelf>, [Int64])] = [:]
+        for id in changes.inserted + changes.updated + changes.deleted {
+            for shelf in related[id.entityName] ?? [] where cleared.insert(ObjectIdentifier(shelf)).inserted {
+                shelf.withLock { $0.clear() }
+            }
+            guard let key = id.primaryKey else { continue }
+            for shelf in holders[id.entityName] ?? [] {
+                evicted[ObjectIdentifier(shelf), default: (shelf, [])].1.append(key)
+            }
+        }
+        for (identity, (shelf, keys)) in evicted where !cleared.contains(identity) {
+            shelf.withLock { shelf in
+                shelf.generation &+= 1
+                for key in keys { shelf.entries[key] = nil }
+            }
+        }
+    }
+}
