@@ -69,9 +69,16 @@ extension ObjectContext {
         return list
     }
 
+    /// Whether `k` is an unsaved insert of this context. A root holds temporary IDs only for its
+    /// unsaved inserts (its saves give them permanent ones), so only a child keeps a set of them.
+    func isInserted(_ k: ObjectID, _ s: ContextStorage) -> Bool {
+        if parent == nil { return k.isTemporary && s.objects[k] != nil }
+        return s.insertedSet.contains(k)
+    }
+
     /// Starts tracking changes of `k` (an existing object), remembering its state for rollback.
     func track(_ k: ObjectID, _ s: inout ContextStorage) {
-        guard !s.insertedSet.contains(k), s.updated[k] == nil, let state = s.objects[k] else { return }
+        guard !isInserted(k, s), s.updated[k] == nil, let state = s.objects[k] else { return }
         s.updated[k] = PendingChange(baseVersion: state.version)
         if s.originals[k] == nil { s.originals[k] = state }
     }
@@ -108,21 +115,19 @@ extension ObjectContext {
             state.attributes[name] = try Self.checked(value, for: attribute, of: entity)
         }
         if parent != nil { registry.hold(id) }
-        return storage.withLock { s in
-            // Bulk inserts grow the tables four-fold at a time: fewer rehashes of every entry.
-            if s.objects.count >= s.objects.capacity {
-                s.objects.reserveCapacity(max(64, s.objects.count * 4))
-                s.managed.reserveCapacity(max(64, s.managed.count * 4))
-            }
-            if s.insertedSet.count >= s.insertedSet.capacity {
-                s.insertedSet.reserveCapacity(max(64, s.insertedSet.count * 4))
-            }
+        // The tables grow by themselves: `reserveCapacity` is not specialized for our types, and
+        // rehashing through it cost more than the doublings it saved.
+        let object = ManagedObject(context: self, id: id)
+        storage.withLock { s in
             s.objects[id] = state
             s.inserted.append(id)
-            s.insertedSet.insert(id)
-            if parent != nil { s.heldTemporaries.append(id) }
-            return managedObject(id, &s)
+            if parent != nil {
+                s.insertedSet.insert(id)
+                s.heldTemporaries.append(id)
+            }
+            s.managed[id] = object  // a new ID has no managed object yet
         }
+        return object
     }
 
     /// `value` converted to `attribute`'s type where that loses nothing (integers to double or
@@ -163,7 +168,7 @@ extension ObjectContext {
         guard let state = try loadState(id, &s) else { return }
         let k = state.id
         // Mark first, so cascades that come back to this object stop.
-        if s.insertedSet.contains(k) {
+        if isInserted(k, s) {
             s.insertedSet.remove(k)
             s.inserted.removeAll { $0 == k }
             s.deletedStates[k] = state
@@ -391,7 +396,7 @@ extension ObjectContext {
         storage.withLock { s in
             let k = key(id, s)
             return (
-                s.insertedSet.contains(k), !(s.updated[k]?.isEmpty ?? true),
+                isInserted(k, s), !(s.updated[k]?.isEmpty ?? true),
                 s.deleted[k] != nil || s.deletedStates[k] != nil
             )
         }

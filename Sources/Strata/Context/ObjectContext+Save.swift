@@ -52,8 +52,12 @@ extension ObjectContext {
         for var state in pushed.inserts {
             state.id = registry.canonical(state.id)
             state.rewrite(registryMap(state))
+            // A root holds a temporary ID only for an unsaved insert (see `isInserted`).
+            let isNew =
+                parent == nil
+                ? !state.id.isTemporary || s.objects[state.id] == nil : s.insertedSet.insert(state.id).inserted
             s.objects[state.id] = state
-            if s.insertedSet.insert(state.id).inserted {
+            if isNew {
                 s.inserted.append(state.id)
                 if parent != nil, state.id.isTemporary {
                     registry.hold(state.id)
@@ -67,7 +71,7 @@ extension ObjectContext {
             var incoming = state
             incoming.rewrite(registryMap(state))
             track(k, &s)
-            if !s.insertedSet.contains(k), s.updated[k] != nil, let base = change.baseVersion,
+            if !isInserted(k, s), s.updated[k] != nil, let base = change.baseVersion,
                 let existing = s.updated[k]?.baseVersion, base < existing
             {
                 s.updated[k]?.baseVersion = base
@@ -97,7 +101,7 @@ extension ObjectContext {
         for (id, base) in pushed.deletes {
             guard let state = try loadState(id, &s) else { continue }
             let k = state.id
-            if s.insertedSet.contains(k) {
+            if isInserted(k, s) {
                 s.insertedSet.remove(k)
                 s.inserted.removeAll { $0 == k }
             } else {
@@ -317,7 +321,7 @@ extension ObjectContext {
         storage.withLock { s in
             for id in changes.updated + changes.inserted {
                 let k = key(id, s)
-                if s.updated[k] == nil, !s.insertedSet.contains(k) { s.objects[k] = nil }
+                if s.updated[k] == nil, !isInserted(k, s) { s.objects[k] = nil }
             }
             for id in changes.deleted {
                 let k = key(id, s)
