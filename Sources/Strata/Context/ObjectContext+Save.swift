@@ -203,20 +203,19 @@ extension ObjectContext {
     /// Re-keys inserted objects to their permanent IDs and takes the new versions.
     func finish(_ result: SaveResult, _ s: inout ContextStorage) -> ContextChanges {
         let map = result.permanentIDs
-        registry.record(map)
+        registry.record(result.temporaryIDs, result.issuedIDs)
         // Only objects changed in this save can refer to the new ones: re-key just those, and
         // rewrite only states that refer to something.
         var inserted: [ObjectID] = []
-        inserted.reserveCapacity(s.inserted.count)
-        for id in s.inserted {
+        inserted.reserveCapacity(result.issuedIDs.count)
+        for (id, new) in zip(result.temporaryIDs, result.issuedIDs) {
             guard var state = s.objects.removeValue(forKey: id) else { continue }
-            let new = map[id] ?? id
-            if new != id { inserted.append(new) }
-            if !map.isEmpty, state.refersToAnything { state.rewrite(map) }
+            inserted.append(new)
+            if state.refersToAnything { state.rewrite(map) }
             state.id = new
             state.version = 1  // every store inserts at version 1
             s.objects[new] = state
-            if new != id, let object = s.managed.removeValue(forKey: id) {
+            if let object = s.managed.removeValue(forKey: id) {
                 object.storedID = new
                 s.managed[new] = object
             }
