@@ -108,11 +108,13 @@ extension ObjectContext {
         var state = ObjectState(
             id: id, version: 0, attributes: resolved.newAttributes, toOne: resolved.newToOne,
             toMany: resolved.newToMany)
+        // The new state follows the entity's layout: values go by position, checked by type.
         for (name, value) in values {
-            guard let attribute = resolved.attributesByName[name] else {
+            guard let position = resolved.layout.positions[name] else {
                 throw ContextError(.unknownProperty, "'\(entity)' has no attribute '\(name)'")
             }
-            state.attributes[name] = try Self.checked(value, for: attribute, of: entity)
+            let checked = try Self.checked(value, type: resolved.attributeTypes[position], name: name, of: entity)
+            state.attributes.set(checked, at: position)
         }
         if parent != nil { registry.hold(id) }
         // The tables grow by themselves: `reserveCapacity` is not specialized for our types, and
@@ -135,15 +137,23 @@ extension ObjectContext {
     static func checked(_ value: AttributeValue, for attribute: AttributeDescription, of entity: String)
         throws(ContextError) -> AttributeValue
     {
+        try checked(value, type: attribute.type, name: attribute.name, of: entity)
+    }
+
+    /// `value` converted to `type` where that loses nothing, or an `.invalidValue` error naming
+    /// attribute `name` of `entity`.
+    static func checked(_ value: AttributeValue, type: AttributeType, name: String, of entity: String)
+        throws(ContextError) -> AttributeValue
+    {
         var value = value
-        if case .integer(let i) = value, attribute.type == .double || attribute.type == .float {
+        if case .integer(let i) = value, type == .double || type == .float {
             value = .double(Double(i))
         }
-        if case .integer(let i) = value, attribute.type == .decimal { value = .decimal(Decimal(i)) }
-        guard value.fits(attribute.type) else {
+        if case .integer(let i) = value, type == .decimal { value = .decimal(Decimal(i)) }
+        guard value.fits(type) else {
             throw ContextError(
                 .invalidValue,
-                "'\(entity).\(attribute.name)' is \(attribute.type.rawValue); \(value.kindName) \(value.json.jsonText) does not fit"
+                "'\(entity).\(name)' is \(type.rawValue); \(value.kindName) \(value.json.jsonText) does not fit"
             )
         }
         return value

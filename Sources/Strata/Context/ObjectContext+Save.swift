@@ -141,10 +141,14 @@ extension ObjectContext {
             return false
         }
         for k in s.inserted {
-            guard let state = s.objects[k] else { continue }
-            var row = StoreRow(id: k, attributes: state.attributes, toOne: state.toOne)
+            // The state itself becomes the row (one copy, not a copy and then a row of its parts).
+            guard var row = s.objects[k] else { continue }
+            let lists = row.toMany
+            row.id = k
+            row.version = 0
+            row.toMany = [:]
             // A new object's empty lists write nothing.
-            for (name, list) in state.toMany where !list.isEmpty && joinStored(k.entityName, name) {
+            for (name, list) in lists where !list.isEmpty && joinStored(k.entityName, name) {
                 row.toMany[name] = list
             }
             request.inserts.append(row)

@@ -215,6 +215,8 @@ final class ResolvedEntity: Sendable {
     let relationshipRules: [RelationshipDescription]
     /// The positions of the entity's attributes, shared by every object of it.
     let layout: AttributeLayout
+    /// The type of the attribute at each position of `layout`.
+    let attributeTypes: [AttributeType]
     /// Where the entity's temporary IDs live.
     let temporaryHome: ObjectID.Home
     /// A new object's values: every attribute's default (or null), empty relationships.
@@ -245,11 +247,14 @@ final class ResolvedEntity: Sendable {
         relationshipsByName = Dictionary(relationships.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var names: [String] = []
         var defaults: [AttributeValue?] = []
+        var types: [AttributeType] = []
         for attribute in attributes where !names.contains(attribute.name) {
             names.append(attribute.name)
             defaults.append(attribute.defaultValue ?? .null)
+            types.append(attribute.type)
         }
         layout = AttributeLayout(names)
+        attributeTypes = types
         temporaryHome = ObjectID.Home.of(entity: entity.name, store: nil)
         newAttributes = AttributeValues(layout: layout, slots: defaults)
         var toOne: [String: ObjectID?] = [:]
