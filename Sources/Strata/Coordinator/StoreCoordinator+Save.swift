@@ -51,7 +51,7 @@ extension StoreCoordinator {
     /// are prepared. If any store fails, every store is left as it was.
     /// - Throws: ``StoreError``: `.noStoreForEntity`, `.ambiguousStore`, `.conflict`,
     ///   `.uniqueViolation`, `.invalidRequest` (a reference across stores, say), `.io`.
-    public func save(_ request: SaveRequest) throws(StoreError) -> SaveResult {
+    public func save(_ request: consuming SaveRequest) throws(StoreError) -> SaveResult {
         // 1. Route each insert and give it a permanent ID. Inserts are grouped by store and entity
         // (keys issued per group); everything per row indexes arrays rather than hashing UUIDs.
         struct Group {
@@ -61,26 +61,27 @@ extension StoreCoordinator {
             var members: [Int] = []
         }
         var groups: [Group] = []
+        let temporaryIDs = request.inserts.map(\.id)
         var groupOf: [Int] = []
-        groupOf.reserveCapacity(request.inserts.count)
+        groupOf.reserveCapacity(temporaryIDs.count)
         var groupByEntity: [String: Int] = [:]  // unassigned inserts
         // Inserts come in runs of one entity: the last unassigned row's group, by identity.
         var lastHome: ObjectID.Home?
         var lastGroup = 0
         var storesByID: [String: any PersistentStore] = [:]
-        for (index, row) in request.inserts.enumerated() {
-            guard row.id.isTemporary else {
+        for (index, id) in temporaryIDs.enumerated() {
+            guard id.isTemporary else {
                 throw StoreError(
-                    .invalidRequest, "inserted object \(row.id) already has a permanent ID", entity: row.id.entityName)
+                    .invalidRequest, "inserted object \(id) already has a permanent ID", entity: id.entityName)
             }
-            let entity = row.id.entityName
-            let assigned = request.assignments.isEmpty ? nil : request.assignments[row.id]
+            let entity = id.entityName
+            let assigned = request.assignments.isEmpty ? nil : request.assignments[id]
             var group: Int
-            if assigned == nil, row.id.home === lastHome {
+            if assigned == nil, id.home === lastHome {
                 group = lastGroup
             } else if assigned == nil, let known = groupByEntity[entity] {
                 group = known
-                (lastHome, lastGroup) = (row.id.home, group)
+                (lastHome, lastGroup) = (id.home, group)
             } else {
                 let store = try storeForInsert(of: entity, assigned: assigned)
                 let identifier = store.identifier
@@ -93,20 +94,20 @@ extension StoreCoordinator {
                 }
                 if assigned == nil {
                     groupByEntity[entity] = group
-                    (lastHome, lastGroup) = (row.id.home, group)
+                    (lastHome, lastGroup) = (id.home, group)
                 }
             }
             groups[group].members.append(index)
             groupOf.append(group)
         }
-        var issuedIDs = [ObjectID?](repeating: nil, count: request.inserts.count)
+        var issuedIDs = [ObjectID?](repeating: nil, count: temporaryIDs.count)
         var permanent: [ObjectID: ObjectID] = [:]
-        permanent.reserveCapacity(request.inserts.count)
+        permanent.reserveCapacity(temporaryIDs.count)
         for group in groups {
             let issued = try group.store.newObjectIDs(entity: group.entity, count: group.members.count)
             for (index, new) in zip(group.members, issued) {
                 issuedIDs[index] = new
-                permanent[request.inserts[index].id] = new
+                permanent[temporaryIDs[index]] = new
             }
         }
         func resolve(_ id: ObjectID?) throws(StoreError) -> ObjectID? {
@@ -162,14 +163,16 @@ extension StoreCoordinator {
             }
             return (one, many)
         }
-        // The rows are rewritten in place, in one copy of the request's array.
+        // The rows are rewritten in place: the request is ours, so its array is taken, not copied
+        // (unless the caller still holds it).
         var insertedRows = request.inserts
+        request.inserts = []
         let permanentIDs = issuedIDs.map { $0! }
         for index in insertedRows.indices {
             insertedRows[index].id = permanentIDs[index]
             if let rewritten = try references(
                 insertedRows[index].toOne, insertedRows[index].toMany, owner: groups[groupOf[index]].identifier,
-                entity: request.inserts[index].id.entityName)
+                entity: temporaryIDs[index].entityName)
             {
                 (insertedRows[index].toOne, insertedRows[index].toMany) = rewritten
             }
@@ -224,6 +227,6 @@ extension StoreCoordinator {
         }
         return SaveResult(
             permanentIDs: permanent, versions: versions, changesByStore: summaries,
-            temporaryIDs: request.inserts.map(\.id), issuedIDs: permanentIDs)
+            temporaryIDs: temporaryIDs, issuedIDs: permanentIDs)
     }
 }
