@@ -106,8 +106,9 @@ extension ObjectContext {
         }
         let id = ObjectID.temporary(in: resolved.temporaryHome)
         var state = ObjectState(
-            id: id, version: 0, attributes: resolved.newAttributes, toOne: resolved.newToOne,
-            toMany: resolved.newToMany)
+            id: id, version: 0,
+            attributes: values.isEmpty ? resolved.newAttributes : resolved.newAttributes.withOwnStorage(),
+            toOne: resolved.newToOne, toMany: resolved.newToMany)
         // The new state follows the entity's layout: values go by position, checked by type.
         for (name, value) in values {
             guard let position = resolved.layout.positions[name] else {
