@@ -37,7 +37,7 @@ extension ObjectContext {
     private func hasChanges(inFamilyOf entity: String) -> Bool {
         let family = Set(model.entityAndSubentities(of: entity))
         return storage.withLock { s in
-            s.insertedSet.contains { family.contains($0.entityName) }
+            s.inserted.contains { family.contains($0.entityName) }
                 || s.updated.keys.contains { family.contains($0.entityName) }
                 || s.deleted.keys.contains { family.contains($0.entityName) }
         }
@@ -79,12 +79,12 @@ extension ObjectContext {
             let keep = keepStates || local
             if keep { results.reserveCapacity(fetched.count) } else { keys.reserveCapacity(fetched.count) }
             s.objects.reserveCapacity(s.objects.count + fetched.count)
-            let pending = !s.deleted.isEmpty || !s.updated.isEmpty || !s.insertedSet.isEmpty
+            let pending = !s.deleted.isEmpty || !s.updated.isEmpty || !s.inserted.isEmpty
             for var state in fetched {
                 let k = key(state.id, s)
                 if pending {
                     if s.deleted[k] != nil { continue }
-                    if s.updated[k] != nil || s.insertedSet.contains(k) {
+                    if s.updated[k] != nil || isInserted(k, s) {
                         if !local {
                             if keep { results.append(s.objects[k] ?? state) } else { keys.append(k) }
                         }

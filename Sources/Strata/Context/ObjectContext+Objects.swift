@@ -69,9 +69,16 @@ extension ObjectContext {
         return list
     }
 
+    /// Whether `k` is an unsaved insert of this context. A root holds temporary IDs only for its
+    /// unsaved inserts (its saves give them permanent ones), so only a child keeps a set of them.
+    func isInserted(_ k: ObjectID, _ s: ContextStorage) -> Bool {
+        if parent == nil { return k.isTemporary && s.objects[k] != nil }
+        return s.insertedSet.contains(k)
+    }
+
     /// Starts tracking changes of `k` (an existing object), remembering its state for rollback.
     func track(_ k: ObjectID, _ s: inout ContextStorage) {
-        guard !s.insertedSet.contains(k), s.updated[k] == nil, let state = s.objects[k] else { return }
+        guard !isInserted(k, s), s.updated[k] == nil, let state = s.objects[k] else { return }
         s.updated[k] = PendingChange(baseVersion: state.version)
         if s.originals[k] == nil { s.originals[k] = state }
     }
@@ -99,30 +106,31 @@ extension ObjectContext {
         }
         let id = ObjectID.temporary(in: resolved.temporaryHome)
         var state = ObjectState(
-            id: id, version: 0, attributes: resolved.newAttributes, toOne: resolved.newToOne,
-            toMany: resolved.newToMany)
+            id: id, version: 0,
+            attributes: values.isEmpty ? resolved.newAttributes : resolved.newAttributes.withOwnStorage(),
+            toOne: resolved.newToOne, toMany: resolved.newToMany)
+        // The new state follows the entity's layout: values go by position, checked by type.
         for (name, value) in values {
-            guard let attribute = resolved.attributesByName[name] else {
+            guard let position = resolved.layout.positions[name] else {
                 throw ContextError(.unknownProperty, "'\(entity)' has no attribute '\(name)'")
             }
-            state.attributes[name] = try Self.checked(value, for: attribute, of: entity)
+            let checked = try Self.checked(value, type: resolved.attributeTypes[position], name: name, of: entity)
+            state.attributes.set(checked, at: position)
         }
         if parent != nil { registry.hold(id) }
-        return storage.withLock { s in
-            // Bulk inserts grow the tables four-fold at a time: fewer rehashes of every entry.
-            if s.objects.count >= s.objects.capacity {
-                s.objects.reserveCapacity(max(64, s.objects.count * 4))
-                s.managed.reserveCapacity(max(64, s.managed.count * 4))
-            }
-            if s.insertedSet.count >= s.insertedSet.capacity {
-                s.insertedSet.reserveCapacity(max(64, s.insertedSet.count * 4))
-            }
+        // The tables grow by themselves: `reserveCapacity` is not specialized for our types, and
+        // rehashing through it cost more than the doublings it saved.
+        let object = ManagedObject(context: self, id: id)
+        storage.withLock { s in
             s.objects[id] = state
             s.inserted.append(id)
-            s.insertedSet.insert(id)
-            if parent != nil { s.heldTemporaries.append(id) }
-            return managedObject(id, &s)
+            if parent != nil {
+                s.insertedSet.insert(id)
+                s.heldTemporaries.append(id)
+            }
+            s.managed[id] = object  // a new ID has no managed object yet
         }
+        return object
     }
 
     /// `value` converted to `attribute`'s type where that loses nothing (integers to double or
@@ -130,15 +138,23 @@ extension ObjectContext {
     static func checked(_ value: AttributeValue, for attribute: AttributeDescription, of entity: String)
         throws(ContextError) -> AttributeValue
     {
+        try checked(value, type: attribute.type, name: attribute.name, of: entity)
+    }
+
+    /// `value` converted to `type` where that loses nothing, or an `.invalidValue` error naming
+    /// attribute `name` of `entity`.
+    static func checked(_ value: AttributeValue, type: AttributeType, name: String, of entity: String)
+        throws(ContextError) -> AttributeValue
+    {
         var value = value
-        if case .integer(let i) = value, attribute.type == .double || attribute.type == .float {
+        if case .integer(let i) = value, type == .double || type == .float {
             value = .double(Double(i))
         }
-        if case .integer(let i) = value, attribute.type == .decimal { value = .decimal(Decimal(i)) }
-        guard value.fits(attribute.type) else {
+        if case .integer(let i) = value, type == .decimal { value = .decimal(Decimal(i)) }
+        guard value.fits(type) else {
             throw ContextError(
                 .invalidValue,
-                "'\(entity).\(attribute.name)' is \(attribute.type.rawValue); \(value.kindName) \(value.json.jsonText) does not fit"
+                "'\(entity).\(name)' is \(type.rawValue); \(value.kindName) \(value.json.jsonText) does not fit"
             )
         }
         return value
@@ -163,7 +179,7 @@ extension ObjectContext {
         guard let state = try loadState(id, &s) else { return }
         let k = state.id
         // Mark first, so cascades that come back to this object stop.
-        if s.insertedSet.contains(k) {
+        if isInserted(k, s) {
             s.insertedSet.remove(k)
             s.inserted.removeAll { $0 == k }
             s.deletedStates[k] = state
@@ -391,7 +407,7 @@ extension ObjectContext {
         storage.withLock { s in
             let k = key(id, s)
             return (
-                s.insertedSet.contains(k), !(s.updated[k]?.isEmpty ?? true),
+                isInserted(k, s), !(s.updated[k]?.isEmpty ?? true),
                 s.deleted[k] != nil || s.deletedStates[k] != nil
             )
         }

@@ -52,8 +52,12 @@ extension ObjectContext {
         for var state in pushed.inserts {
             state.id = registry.canonical(state.id)
             state.rewrite(registryMap(state))
+            // A root holds a temporary ID only for an unsaved insert (see `isInserted`).
+            let isNew =
+                parent == nil
+                ? !state.id.isTemporary || s.objects[state.id] == nil : s.insertedSet.insert(state.id).inserted
             s.objects[state.id] = state
-            if s.insertedSet.insert(state.id).inserted {
+            if isNew {
                 s.inserted.append(state.id)
                 if parent != nil, state.id.isTemporary {
                     registry.hold(state.id)
@@ -67,7 +71,7 @@ extension ObjectContext {
             var incoming = state
             incoming.rewrite(registryMap(state))
             track(k, &s)
-            if !s.insertedSet.contains(k), s.updated[k] != nil, let base = change.baseVersion,
+            if !isInserted(k, s), s.updated[k] != nil, let base = change.baseVersion,
                 let existing = s.updated[k]?.baseVersion, base < existing
             {
                 s.updated[k]?.baseVersion = base
@@ -97,7 +101,7 @@ extension ObjectContext {
         for (id, base) in pushed.deletes {
             guard let state = try loadState(id, &s) else { continue }
             let k = state.id
-            if s.insertedSet.contains(k) {
+            if isInserted(k, s) {
                 s.insertedSet.remove(k)
                 s.inserted.removeAll { $0 == k }
             } else {
@@ -137,10 +141,14 @@ extension ObjectContext {
             return false
         }
         for k in s.inserted {
-            guard let state = s.objects[k] else { continue }
-            var row = StoreRow(id: k, attributes: state.attributes, toOne: state.toOne)
+            // The state itself becomes the row (one copy, not a copy and then a row of its parts).
+            guard var row = s.objects[k] else { continue }
+            let lists = row.toMany
+            row.id = k
+            row.version = 0
+            row.toMany = [:]
             // A new object's empty lists write nothing.
-            for (name, list) in state.toMany where !list.isEmpty && joinStored(k.entityName, name) {
+            for (name, list) in lists where !list.isEmpty && joinStored(k.entityName, name) {
                 row.toMany[name] = list
             }
             request.inserts.append(row)
@@ -199,20 +207,19 @@ extension ObjectContext {
     /// Re-keys inserted objects to their permanent IDs and takes the new versions.
     func finish(_ result: SaveResult, _ s: inout ContextStorage) -> ContextChanges {
         let map = result.permanentIDs
-        registry.record(map)
+        registry.record(result.temporaryIDs, result.issuedIDs)
         // Only objects changed in this save can refer to the new ones: re-key just those, and
         // rewrite only states that refer to something.
         var inserted: [ObjectID] = []
-        inserted.reserveCapacity(s.inserted.count)
-        for id in s.inserted {
+        inserted.reserveCapacity(result.issuedIDs.count)
+        for (id, new) in zip(result.temporaryIDs, result.issuedIDs) {
             guard var state = s.objects.removeValue(forKey: id) else { continue }
-            let new = map[id] ?? id
-            if new != id { inserted.append(new) }
-            if !map.isEmpty, state.refersToAnything { state.rewrite(map) }
+            inserted.append(new)
+            if state.refersToAnything { state.rewrite(map) }
             state.id = new
             state.version = 1  // every store inserts at version 1
             s.objects[new] = state
-            if new != id, let object = s.managed.removeValue(forKey: id) {
+            if let object = s.managed.removeValue(forKey: id) {
                 object.storedID = new
                 s.managed[new] = object
             }
@@ -317,7 +324,7 @@ extension ObjectContext {
         storage.withLock { s in
             for id in changes.updated + changes.inserted {
                 let k = key(id, s)
-                if s.updated[k] == nil, !s.insertedSet.contains(k) { s.objects[k] = nil }
+                if s.updated[k] == nil, !isInserted(k, s) { s.objects[k] = nil }
             }
             for id in changes.deleted {
                 let k = key(id, s)

@@ -5,10 +5,18 @@ extension ObjectContext {
     func validationFailures(_ s: inout ContextStorage) throws(ContextError) -> [ValidationFailure] {
         var failures: [ValidationFailure] = []
         let changed = s.inserted + s.updated.keys.sorted { Self.tieOrder($0, $1) }
+        // Changes come in runs of one entity: look it up once per run, not by name per object.
+        var home: ObjectID.Home?
+        var resolved: ResolvedEntity?
         for k in changed {
             guard let state = s.objects[k] else { continue }
-            failures += validateAttributes(state)
-            for relationship in model.relationships(of: k.entityName) {
+            if k.home !== home {
+                home = k.home
+                resolved = model.resolvedEntity(k.entityName)
+            }
+            guard let resolved else { continue }
+            failures += validateAttributes(state, resolved)
+            for relationship in resolved.relationshipRules {
                 var id: ObjectID { registry.canonical(k) }
                 if relationship.isToMany {
                     // Only rules with a count need the list; a materialized one is used as is.
@@ -81,8 +89,8 @@ extension ObjectContext {
         return failures
     }
 
-    /// The attribute rules of the model, checked on one object.
-    func validateAttributes(_ state: ObjectState) -> [ValidationFailure] {
+    /// The attribute rules of the model, checked on one object of `resolved`.
+    func validateAttributes(_ state: ObjectState, _ resolved: ResolvedEntity) -> [ValidationFailure] {
         var failures: [ValidationFailure] = []
         func fail(_ field: String, _ rule: ValidationFailure.Rule, _ message: String) {
             failures.append(
@@ -91,12 +99,11 @@ extension ObjectContext {
                     message: message)
             )
         }
-        guard let resolved = model.resolvedEntity(state.id.entityName) else { return [] }
         let positional = state.attributes.follows(resolved.layout)
-        for rule in resolved.rules {
-            let attribute = rule.attribute
+        for attribute in resolved.rules {
             let value =
-                (positional ? state.attributes[position: rule.position] : state.attributes[attribute.name]) ?? .null
+                (positional ? state.attributes[position: attribute.position] : state.attributes[attribute.name])
+                ?? .null
             if value.isNull {
                 if !attribute.isOptional { fail(attribute.name, .required, "is required") }
                 continue

@@ -174,6 +174,7 @@ public struct ContextChanges: Sendable, Hashable {
 struct ContextStorage {
     var objects: [ObjectID: ObjectState] = [:]
     var inserted: [ObjectID] = []
+    /// A child's inserted objects, for lookups; a root needs no set (see `isInserted`).
     var insertedSet: Set<ObjectID> = []
     var updated: [ObjectID: PendingChange] = [:]
     /// Deleted objects and the version the delete was decided against.

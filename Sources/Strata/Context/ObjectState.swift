@@ -82,13 +82,13 @@ final class ObjectIDRegistry: Sendable {
 
     private let state = Locked(State())
 
-    /// Records a root save's new IDs. The way back (permanent → temporary) is kept only for IDs a
+    /// Records a root save's new IDs (`permanent[i]` replacing `temporary[i]`). The way back (permanent → temporary) is kept only for IDs a
     /// child holds: the root re-keys its own objects, children look theirs up by either ID.
-    func record(_ map: [ObjectID: ObjectID]) {
-        guard !map.isEmpty else { return }
+    func record(_ temporary: [ObjectID], _ permanent: [ObjectID]) {
+        guard !temporary.isEmpty else { return }
         state.withLock { s in
-            s.permanent.reserveCapacity(s.permanent.count + map.count)
-            for (old, new) in map {
+            if s.permanent.isEmpty { s.permanent.reserveCapacity(temporary.count) }
+            for (old, new) in zip(temporary, permanent) {
                 s.permanent[old] = new
                 if !s.holds.isEmpty, s.holds[old] != nil { s.temporary[new] = old }
             }

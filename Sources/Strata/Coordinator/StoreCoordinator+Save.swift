@@ -29,6 +29,10 @@ public struct SaveResult: Sendable, Hashable {
     public var versions: [ObjectID: Int64]
     /// Per store UUID: the inserted, updated and deleted IDs.
     public var changesByStore: [String: StoreChangeSummary]
+    /// The inserts' temporary IDs, in the request's order, and the permanent IDs they were given:
+    /// the context re-keys its objects walking these rather than hashing each through `permanentIDs`.
+    var temporaryIDs: [ObjectID] = []
+    var issuedIDs: [ObjectID] = []
 }
 
 /// The IDs one save changed in one store.
@@ -47,7 +51,7 @@ extension StoreCoordinator {
     /// are prepared. If any store fails, every store is left as it was.
     /// - Throws: ``StoreError``: `.noStoreForEntity`, `.ambiguousStore`, `.conflict`,
     ///   `.uniqueViolation`, `.invalidRequest` (a reference across stores, say), `.io`.
-    public func save(_ request: SaveRequest) throws(StoreError) -> SaveResult {
+    public func save(_ request: consuming SaveRequest) throws(StoreError) -> SaveResult {
         // 1. Route each insert and give it a permanent ID. Inserts are grouped by store and entity
         // (keys issued per group); everything per row indexes arrays rather than hashing UUIDs.
         struct Group {
@@ -57,20 +61,27 @@ extension StoreCoordinator {
             var members: [Int] = []
         }
         var groups: [Group] = []
+        let temporaryIDs = request.inserts.map(\.id)
         var groupOf: [Int] = []
-        groupOf.reserveCapacity(request.inserts.count)
+        groupOf.reserveCapacity(temporaryIDs.count)
         var groupByEntity: [String: Int] = [:]  // unassigned inserts
+        // Inserts come in runs of one entity: the last unassigned row's group, by identity.
+        var lastHome: ObjectID.Home?
+        var lastGroup = 0
         var storesByID: [String: any PersistentStore] = [:]
-        for (index, row) in request.inserts.enumerated() {
-            guard row.id.isTemporary else {
+        for (index, id) in temporaryIDs.enumerated() {
+            guard id.isTemporary else {
                 throw StoreError(
-                    .invalidRequest, "inserted object \(row.id) already has a permanent ID", entity: row.id.entityName)
+                    .invalidRequest, "inserted object \(id) already has a permanent ID", entity: id.entityName)
             }
-            let entity = row.id.entityName
-            let assigned = request.assignments.isEmpty ? nil : request.assignments[row.id]
+            let entity = id.entityName
+            let assigned = request.assignments.isEmpty ? nil : request.assignments[id]
             var group: Int
-            if assigned == nil, let known = groupByEntity[entity] {
+            if assigned == nil, id.home === lastHome {
+                group = lastGroup
+            } else if assigned == nil, let known = groupByEntity[entity] {
                 group = known
+                (lastHome, lastGroup) = (id.home, group)
             } else {
                 let store = try storeForInsert(of: entity, assigned: assigned)
                 let identifier = store.identifier
@@ -81,19 +92,22 @@ extension StoreCoordinator {
                     groups.append(Group(store: store, identifier: identifier, entity: entity))
                     storesByID[identifier] = store
                 }
-                if assigned == nil { groupByEntity[entity] = group }
+                if assigned == nil {
+                    groupByEntity[entity] = group
+                    (lastHome, lastGroup) = (id.home, group)
+                }
             }
             groups[group].members.append(index)
             groupOf.append(group)
         }
-        var issuedIDs = [ObjectID?](repeating: nil, count: request.inserts.count)
+        var issuedIDs = [ObjectID?](repeating: nil, count: temporaryIDs.count)
         var permanent: [ObjectID: ObjectID] = [:]
-        permanent.reserveCapacity(request.inserts.count)
+        permanent.reserveCapacity(temporaryIDs.count)
         for group in groups {
             let issued = try group.store.newObjectIDs(entity: group.entity, count: group.members.count)
             for (index, new) in zip(group.members, issued) {
                 issuedIDs[index] = new
-                permanent[request.inserts[index].id] = new
+                permanent[temporaryIDs[index]] = new
             }
         }
         func resolve(_ id: ObjectID?) throws(StoreError) -> ObjectID? {
@@ -124,12 +138,13 @@ extension StoreCoordinator {
                     entity: entity, fields: [field])
             }
         }
-        /// References of one written object, with permanent IDs, checked to stay in its store.
+        /// References of one written object, with permanent IDs, checked to stay in its store; nil
+        /// when it refers to nothing.
         func references(
             _ toOne: [String: ObjectID?], _ toMany: [String: [ObjectID]], owner: String, entity: String
-        ) throws(StoreError) -> ([String: ObjectID?], [String: [ObjectID]]) {
+        ) throws(StoreError) -> ([String: ObjectID?], [String: [ObjectID]])? {
             // Most rows refer to nothing (or only to saved objects of their store): no rewrite.
-            if toOne.values.allSatisfy({ $0 == nil }) && toMany.values.allSatisfy(\.isEmpty) { return (toOne, toMany) }
+            if toOne.values.allSatisfy({ $0 == nil }) && toMany.values.allSatisfy(\.isEmpty) { return nil }
             var one: [String: ObjectID?] = [:]
             var many: [String: [ObjectID]] = [:]
             for (name, value) in toOne {
@@ -148,25 +163,41 @@ extension StoreCoordinator {
             }
             return (one, many)
         }
-        var insertsByGroup = [[StoreRow]](repeating: [], count: groups.count)
-        for (index, row) in request.inserts.enumerated() {
-            var written = row
-            written.id = issuedIDs[index]!
-            let group = groupOf[index]
-            (written.toOne, written.toMany) = try references(
-                row.toOne, row.toMany, owner: groups[group].identifier, entity: row.id.entityName)
-            insertsByGroup[group].append(written)
+        // The rows are rewritten in place: the request is ours, so its array is taken, not copied
+        // (unless the caller still holds it).
+        var insertedRows = request.inserts
+        request.inserts = []
+        let permanentIDs = issuedIDs.map { $0! }
+        for index in insertedRows.indices {
+            insertedRows[index].id = permanentIDs[index]
+            if let rewritten = try references(
+                insertedRows[index].toOne, insertedRows[index].toMany, owner: groups[groupOf[index]].identifier,
+                entity: temporaryIDs[index].entityName)
+            {
+                (insertedRows[index].toOne, insertedRows[index].toMany) = rewritten
+            }
         }
-        for (group, rows) in insertsByGroup.enumerated() where !rows.isEmpty {
-            let owner = groups[group].identifier
-            changes[owner, default: StoreChanges()].inserts += rows
-            summaries[owner, default: StoreChangeSummary()].inserted += rows.map(\.id)
+        if groups.count == 1 {
+            let owner = groups[0].identifier
+            changes[owner] = StoreChanges(inserts: insertedRows)
+            summaries[owner] = StoreChangeSummary(inserted: permanentIDs)
+        } else {
+            var insertsByGroup = [[StoreRow]](repeating: [], count: groups.count)
+            for (index, row) in insertedRows.enumerated() { insertsByGroup[groupOf[index]].append(row) }
+            for (group, rows) in insertsByGroup.enumerated() where !rows.isEmpty {
+                let owner = groups[group].identifier
+                changes[owner, default: StoreChanges()].inserts += rows
+                summaries[owner, default: StoreChangeSummary()].inserted += rows.map(\.id)
+            }
         }
         for update in request.updates {
             let owner = try place(update.id)
             var written = update
-            (written.toOne, written.toMany) = try references(
+            if let rewritten = try references(
                 update.toOne, update.toMany, owner: owner, entity: update.id.entityName)
+            {
+                (written.toOne, written.toMany) = rewritten
+            }
             changes[owner, default: StoreChanges()].updates.append(written)
             summaries[owner, default: StoreChangeSummary()].updated.append(update.id)
         }
@@ -194,6 +225,8 @@ extension StoreCoordinator {
                 versions.merge(part.versions) { _, new in new }
             }
         }
-        return SaveResult(permanentIDs: permanent, versions: versions, changesByStore: summaries)
+        return SaveResult(
+            permanentIDs: permanent, versions: versions, changesByStore: summaries,
+            temporaryIDs: temporaryIDs, issuedIDs: permanentIDs)
     }
 }

@@ -169,14 +169,29 @@ extension ObjectModel: Equatable {
 }
 
 /// One attribute's validation rules, in a class so that checking an object copies one reference
-/// per rule rather than a whole attribute description.
+/// per rule rather than a whole attribute description, and with the rules as fields of their own:
+/// reading them through the description copied all of it, every string retained, per object.
 final class AttributeRule: Sendable {
-    let attribute: AttributeDescription
+    let name: String
+    let type: AttributeType
+    let isOptional: Bool
+    let minValue: AttributeValue?
+    let maxValue: AttributeValue?
+    let minLength: Int?
+    let maxLength: Int?
+    let regex: String?
     /// The attribute's position in its entity's layout.
     let position: Int
 
     init(_ attribute: AttributeDescription, position: Int) {
-        self.attribute = attribute
+        name = attribute.name
+        type = attribute.type
+        isOptional = attribute.isOptional
+        minValue = attribute.minValue
+        maxValue = attribute.maxValue
+        minLength = attribute.minLength
+        maxLength = attribute.maxLength
+        regex = attribute.regex
         self.position = position
     }
 }
@@ -196,8 +211,12 @@ final class ResolvedEntity: Sendable {
     /// The attributes with a rule to validate (required, bounds, lengths, pattern); values of the
     /// others were checked against their type when set.
     let rules: [AttributeRule]
+    /// The relationships with a rule to validate (required, or a count).
+    let relationshipRules: [RelationshipDescription]
     /// The positions of the entity's attributes, shared by every object of it.
     let layout: AttributeLayout
+    /// The type of the attribute at each position of `layout`.
+    let attributeTypes: [AttributeType]
     /// Where the entity's temporary IDs live.
     let temporaryHome: ObjectID.Home
     /// A new object's values: every attribute's default (or null), empty relationships.
@@ -223,15 +242,19 @@ final class ResolvedEntity: Sendable {
                 || attribute.minLength != nil || attribute.maxLength != nil || attribute.regex != nil
             return ruled ? AttributeRule(attribute, position: position) : nil
         }
+        relationshipRules = relationships.filter { !$0.isOptional || $0.minCount != nil || $0.maxCount != nil }
         attributesByName = Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         relationshipsByName = Dictionary(relationships.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var names: [String] = []
         var defaults: [AttributeValue?] = []
+        var types: [AttributeType] = []
         for attribute in attributes where !names.contains(attribute.name) {
             names.append(attribute.name)
             defaults.append(attribute.defaultValue ?? .null)
+            types.append(attribute.type)
         }
         layout = AttributeLayout(names)
+        attributeTypes = types
         temporaryHome = ObjectID.Home.of(entity: entity.name, store: nil)
         newAttributes = AttributeValues(layout: layout, slots: defaults)
         var toOne: [String: ObjectID?] = [:]

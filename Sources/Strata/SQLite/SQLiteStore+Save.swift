@@ -84,6 +84,9 @@ extension SQLiteStore {
         // One prepared INSERT per entity, bound value by value: no SQL text or argument array per row.
         // Its columns are the entity's attributes in layout order, then its foreign keys.
         var inserts: [String: (statement: SQLiteStatement, plan: SQLiteSchema.RowPlan)] = [:]
+        // Inserts come in runs of one entity: the last row's statement, found by the ID's home.
+        var lastHome: ObjectID.Home?
+        var last: (statement: SQLiteStatement, plan: SQLiteSchema.RowPlan)?
         versions.reserveCapacity(changes.inserts.count + changes.updates.count)
         for row in changes.inserts {
             let entity = row.id.entityName
@@ -91,7 +94,7 @@ extension SQLiteStore {
                 _ = try table(for: row.id)  // throws: the ID does not belong to this store
                 continue
             }
-            var prepared = inserts[entity]
+            var prepared = row.id.home === lastHome ? last : inserts[entity]
             if prepared == nil {
                 _ = try table(for: row.id)
                 guard let plan = schema.rowPlans[entity] else {
@@ -105,6 +108,7 @@ extension SQLiteStore {
                 }
                 inserts[entity] = prepared
             }
+            (lastHome, last) = (row.id.home, prepared)
             let (statement, plan) = prepared!
             do {
                 try statement.bind(.integer(pk), at: 1)

@@ -77,6 +77,14 @@ public struct AttributeValues: Sendable, Hashable, Sequence, ExpressibleByDictio
     /// The value at `position` of the layout (for paths that walk the model's attributes in order).
     public subscript(position position: Int) -> AttributeValue? { slots[position] }
 
+    /// Sets the value at `position` of the layout.
+    mutating func set(_ value: AttributeValue?, at position: Int) { slots[position] = value }
+
+    /// The same values in storage of their own, copied in a loop compiled for `AttributeValue`:
+    /// changing a shared copy makes the array copy itself through the runtime's generic copy, a
+    /// call per value.
+    func withOwnStorage() -> AttributeValues { AttributeValues(layout: layout, slots: slots.map { $0 }) }
+
     /// Whether the values follow `layout` (so positions can be used directly).
     public func follows(_ layout: AttributeLayout) -> Bool { self.layout === layout }
 
