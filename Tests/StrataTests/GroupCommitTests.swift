@@ -136,4 +136,41 @@ import Testing
             #expect(error.code == .validation)
         }
     }
+
+    /// Writes made straight into the root, and plain child saves into it, while group commits run
+    /// on other threads: every object is written exactly once.
+    @Test func rootWritesBesideGroupCommitsAreNeitherLostNorDoubled() throws {
+        let folder = TemporaryDirectory()
+        let root = try StackKind.explicit.make(folder, durability: .normal)
+        let rounds = 300
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for index in 0..<rounds {
+                do throws(ContextError) {
+                    switch worker {
+                    case 0:
+                        try root.insert("Tag", values: ["name": .string("root \(index)")])
+                        if index % 3 == 2 { try root.save() }
+                    case 1:
+                        let child = root.newChildContext()
+                        try child.insert("Tag", values: ["name": .string("saved \(index)")])
+                        try child.save()
+                    default:
+                        let child = root.newChildContext()
+                        try child.insert("Tag", values: ["name": .string("committed \(worker) \(index)")])
+                        try root.commit(child)
+                    }
+                } catch {
+                    Issue.record("\(error)")
+                }
+            }
+        }
+        try root.save()
+        #expect(!root.hasChanges)
+        let names = try root.coordinator.fetch(FetchRequest(entityName: "Tag")).compactMap { row -> String? in
+            if case .string(let name) = row.attributes["name"] { return name }
+            return nil
+        }
+        #expect(names.count == 4 * rounds)
+        #expect(Set(names).count == names.count)
+    }
 }

@@ -116,7 +116,9 @@ extension ObjectContext {
             defer { queue.waiting.removeAll() }
             return queue.waiting
         }) {
+            writeGate?.lock()
             let changes = commitGroup(group)
+            writeGate?.unlock()
             for change in changes { notify(change) }
             for member in group where member !== leader { member.finish() }
         }

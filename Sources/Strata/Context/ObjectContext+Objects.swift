@@ -98,6 +98,8 @@ extension ObjectContext {
     /// - Throws: `.unknownProperty` for an unknown entity, `.abstractEntity`, `.invalidValue`.
     @discardableResult
     public func insert(_ entity: String, values: [String: AttributeValue] = [:]) throws(ContextError) -> ManagedObject {
+        writeGate?.lock()
+        defer { writeGate?.unlock() }
         guard let resolved = model.resolvedEntity(entity) else {
             throw ContextError(.unknownProperty, "the model has no entity '\(entity)'")
         }
@@ -172,6 +174,8 @@ extension ObjectContext {
     /// Marks an object deleted, applying its relationships' delete rules now (cascade, nullify;
     /// deny is checked when saving).
     public func delete(_ object: ManagedObject) throws(ContextError) {
+        writeGate?.lock()
+        defer { writeGate?.unlock() }
         try storage.withLock { (s: inout ContextStorage) throws(ContextError) in try delete(object.storedID, &s) }
     }
 
@@ -227,6 +231,8 @@ extension ObjectContext {
     // MARK: - Attributes
 
     func setAttribute(_ id: ObjectID, _ name: String, _ value: AttributeValue) throws(ContextError) {
+        writeGate?.lock()
+        defer { writeGate?.unlock() }
         try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
             let state = try requireState(id, &s)
             guard let attribute = model.attribute(name, of: state.id.entityName) else {
@@ -300,6 +306,8 @@ extension ObjectContext {
     }
 
     func setToOne(_ id: ObjectID, _ name: String, _ target: ObjectID?) throws(ContextError) {
+        writeGate?.lock()
+        defer { writeGate?.unlock() }
         try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
             let state = try requireState(id, &s)
             let k = state.id
@@ -328,6 +336,8 @@ extension ObjectContext {
     }
 
     func setToMany(_ id: ObjectID, _ name: String, _ targets: [ObjectID]) throws(ContextError) {
+        writeGate?.lock()
+        defer { writeGate?.unlock() }
         try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
             let state = try requireState(id, &s)
             let k = state.id

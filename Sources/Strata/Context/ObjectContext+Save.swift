@@ -24,6 +24,8 @@ extension ObjectContext {
             }
             return
         }
+        writeGate?.lock()
+        defer { writeGate?.unlock() }
         let changes = try storage.withLock { (s: inout ContextStorage) throws(ContextError) in try saveToStores(&s) }
         if let changes { notify(changes) }
     }
@@ -44,6 +46,8 @@ extension ObjectContext {
 
     /// Applies a child's pushed changes to this context.
     func receive(_ pushed: PushedChanges) throws(ContextError) {
+        writeGate?.lock()
+        defer { writeGate?.unlock() }
         try storage.withLock { (s: inout ContextStorage) throws(ContextError) in try receive(pushed, &s) }
     }
 
@@ -321,6 +325,8 @@ extension ObjectContext {
     /// Merges another root save's changes: objects without unsaved changes take the saved values,
     /// deleted ones leave the context.
     public func mergeChanges(_ changes: ContextChanges) {
+        writeGate?.lock()
+        defer { writeGate?.unlock() }
         storage.withLock { s in
             for id in changes.updated + changes.inserted {
                 let k = key(id, s)

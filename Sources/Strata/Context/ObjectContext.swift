@@ -24,6 +24,13 @@ public final class ObjectContext: @unchecked Sendable {
     private let queueKey = DispatchSpecificKey<Bool>()
     private let observers = Locked<[UUID: @Sendable (ContextChanges) -> Void]>([:])
     let commitQueue = Locked(CommitQueue())
+    /// A root's write gate: every change to a root (inserts, edits, deletes, a child's save into
+    /// it, rollback, its own save) and each group commit, from building its store request to
+    /// re-keying the saved objects, hold it. A group commit releases the storage lock while the
+    /// stores write, so that reads go on; without the gate a write made meanwhile would be cleared
+    /// with the committed changes, or written twice. Children need none: a child's save pushes
+    /// and clears its changes under one hold of its storage lock, and goes through the root's gate.
+    let writeGate: RecursiveLock?
     /// The merge policy, also kept outside `storage` so children can read it while a commit holds
     /// the storage lock.
     private let policyBox = Locked(MergePolicy.error)
@@ -33,6 +40,7 @@ public final class ObjectContext: @unchecked Sendable {
         self.coordinator = coordinator
         parent = nil
         registry = ObjectIDRegistry()
+        writeGate = RecursiveLock()
         storage.withLock { $0.mergePolicy = mergePolicy }
         policyBox.withLock { $0 = mergePolicy }
     }
@@ -46,6 +54,7 @@ public final class ObjectContext: @unchecked Sendable {
         coordinator = parent.coordinator
         self.parent = parent
         registry = parent.registry
+        writeGate = nil
         let policy = parent.mergePolicy
         storage.withLock { $0.mergePolicy = policy }
         policyBox.withLock { $0 = policy }
@@ -131,6 +140,8 @@ public final class ObjectContext: @unchecked Sendable {
 
     /// Discards every unsaved change; objects show their saved values again.
     public func rollback() {
+        writeGate?.lock()
+        defer { writeGate?.unlock() }
         storage.withLock { s in rollback(&s) }
     }
 
@@ -143,6 +154,8 @@ public final class ObjectContext: @unchecked Sendable {
 
     /// Forgets every object and change, as if the context were new.
     public func reset() {
+        writeGate?.lock()
+        defer { writeGate?.unlock() }
         let held = storage.withLock { s in
             let (policy, held) = (s.mergePolicy, s.heldTemporaries)
             s = ContextStorage()
@@ -154,6 +167,8 @@ public final class ObjectContext: @unchecked Sendable {
 
     /// Assigns an inserted object to one store, for an entity that several writable stores hold.
     public func assign(_ object: ManagedObject, to store: any PersistentStore) {
+        writeGate?.lock()
+        defer { writeGate?.unlock() }
         storage.withLock { $0.assignments[object.storedID] = store.identifier }
     }
 }

@@ -42,3 +42,31 @@ extension Locked where Value: Sendable {
     /// A copy of the current value.
     public var current: Value { withLock { $0 } }
 }
+
+/// A recursive `pthread_mutex_t`: the thread holding it may take it again.
+///
+/// A root context's writers take its write gate (see `ObjectContext.writeGate`); a write may run
+/// other writes inside it (an insert sets values, a save's observers may insert), so the gate is
+/// recursive.
+final class RecursiveLock: @unchecked Sendable {
+    // Safe to share: the mutex is the synchronization.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
+        let status = pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+        precondition(status == 0, "pthread_mutex_init failed: \(status)")
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    @inline(__always) func lock() { pthread_mutex_lock(mutex) }
+    @inline(__always) func unlock() { pthread_mutex_unlock(mutex) }
+}
