@@ -35,14 +35,13 @@ public final class ManagedObject: CustomStringConvertible {
 
     /// The value of an attribute; `.null` when nil or unknown.
     public subscript(key: String) -> AttributeValue {
-        (try? owner.currentState(storedID).attributes[key]) ?? nil ?? .null
+        (try? owner.currentAttribute(storedID, key)) ?? nil ?? .null
     }
 
     /// The value of an attribute.
     /// - Throws: `.unknownProperty`, `.notFound` when the object was deleted.
     public func value(forKey key: String) throws(ContextError) -> AttributeValue {
-        let state = try owner.currentState(storedID)
-        guard let value = state.attributes[key] else {
+        guard let value = try owner.currentAttribute(storedID, key) else {
             throw ContextError(.unknownProperty, "'\(entityName)' has no attribute '\(key)'")
         }
         return value

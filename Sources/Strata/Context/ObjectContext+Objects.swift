@@ -3,10 +3,11 @@ import Foundation
 extension ObjectContext {
     /// The key under which `s` holds `id`: the permanent ID once known, else the temporary one.
     func key(_ id: ObjectID, _ s: ContextStorage) -> ObjectID {
+        // `index(forKey:)` finds a key without copying the state out as `objects[key]` would.
         let canonical = registry.canonical(id)
-        if s.objects[canonical] != nil || s.deleted[canonical] != nil { return canonical }
+        if s.objects.index(forKey: canonical) != nil || s.deleted.index(forKey: canonical) != nil { return canonical }
         if let temporary = registry.temporary(for: canonical),
-            s.objects[temporary] != nil || s.deleted[temporary] != nil
+            s.objects.index(forKey: temporary) != nil || s.deleted.index(forKey: temporary) != nil
         {
             return temporary
         }
@@ -398,6 +399,15 @@ extension ObjectContext {
 
     func currentState(_ id: ObjectID) throws(ContextError) -> ObjectState {
         try storage.withLock { (s: inout ContextStorage) throws(ContextError) in try requireState(id, &s) }
+    }
+
+    /// The current value of attribute `name` of object `id` (nil when the entity has no such
+    /// attribute), read in place rather than through a copy of the whole state.
+    func currentAttribute(_ id: ObjectID, _ name: String) throws(ContextError) -> AttributeValue? {
+        try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            if let index = s.objects.index(forKey: key(id, s)) { return s.objects.values[index].attributes[name] }
+            return try requireState(id, &s).attributes[name]
+        }
     }
 
     func currentToMany(_ id: ObjectID, _ name: String) throws(ContextError) -> [ObjectID] {
