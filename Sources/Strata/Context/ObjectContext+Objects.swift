@@ -73,7 +73,7 @@ extension ObjectContext {
     /// Whether `k` is an unsaved insert of this context. A root holds temporary IDs only for its
     /// unsaved inserts (its saves give them permanent ones), so only a child keeps a set of them.
     func isInserted(_ k: ObjectID, _ s: ContextStorage) -> Bool {
-        if parent == nil { return k.isTemporary && s.objects[k] != nil }
+        if parent == nil { return k.isTemporary && s.objects.index(forKey: k) != nil }
         return s.insertedSet.contains(k)
     }
 

@@ -7,7 +7,7 @@ struct HTTPServerCounters {
     var inHandler = 0
     /// Requests whose headers arrived and whose completion libmicrohttpd has not yet reported.
     var inFlight = 0
-    /// Connections suspended while a pool thread runs their handler.
+    /// Connections suspended until a pool thread's handler or a deferred handler answers them.
     var suspended = 0
     /// Set by `stop()`: responses then carry `Connection: close`.
     var stopping = false

@@ -85,11 +85,16 @@ public final class RESTService: Sendable {
         } catch {
             response = error.response
         }
+        record(response, to: request, on: route, started: started)
+        return response
+    }
+
+    /// Counts an answered request in the metrics.
+    private func record(_ response: HTTPResponse, to request: HTTPRequest, on route: Route, started: UInt64) {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         metrics.record(
             route: route.template { pathByEntity[$0] ?? $0 }, method: request.method, status: response.status,
             seconds: seconds)
-        return response
     }
 
     /// Where a server should handle `request`: ``HTTPDispatch/inline`` for what is answered
@@ -99,11 +104,9 @@ public final class RESTService: Sendable {
     /// ``handle(_:lead:completion:)`` answers once their group commit is durable; and
     /// ``HTTPDispatch/pool`` for the rest (lists, sub-resources, batches, the OpenAPI document).
     public func dispatch(for request: HTTPRequest) -> HTTPDispatch {
-        let route = Route(path: request.path, resources: resources)
-        switch (request.method, route) {
-        case ("GET", .index), ("GET", .live), ("GET", .ready), ("GET", .metrics), ("GET", .item), ("GET", .unknown),
-            ("HEAD", .index), ("HEAD", .live), ("HEAD", .ready), ("HEAD", .metrics), ("HEAD", .item),
-            ("HEAD", .unknown):
+        let method = request.method == "HEAD" ? "GET" : request.method
+        switch (method, Route(path: request.path, resources: resources)) {
+        case ("GET", .index), ("GET", .live), ("GET", .ready), ("GET", .metrics), ("GET", .item), ("GET", .unknown):
             return .inline
         case ("POST", .collection), ("PATCH", .item), ("PUT", .item), ("DELETE", .item): return .deferred
         default: return .pool
@@ -128,10 +131,7 @@ public final class RESTService: Sendable {
             return
         }
         let finish: @Sendable (HTTPResponse) -> Void = { [self] response in
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-            metrics.record(
-                route: route.template { pathByEntity[$0] ?? $0 }, method: request.method, status: response.status,
-                seconds: seconds)
+            record(response, to: request, on: route, started: started)
             completion(response)
         }
         let child = root.newChildContext()

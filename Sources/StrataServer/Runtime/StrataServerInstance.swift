@@ -31,19 +31,20 @@ public final class StrataServerInstance: Sendable {
         let metrics = self.metrics
         let logLine = self.log
         let format = options.logFormat
+        /// Writes the access-log line of `response`, answered `begin` nanoseconds into uptime.
+        let logged: @Sendable (HTTPRequest, HTTPResponse, UInt64) -> HTTPResponse = { request, response, begin in
+            let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
+            logLine(StrataServerInstance.accessLine(request, response, milliseconds, format: format))
+            return response
+        }
         http = HTTPServer(
             configuration: configuration,
             handler: { request in
                 let begin = DispatchTime.now().uptimeNanoseconds
-                let response: HTTPResponse
-                if let ready = service.withLock({ $0 }) {
-                    response = ready.handle(request)
-                } else {
-                    response = StrataServerInstance.notReady(request, metrics: metrics)
-                }
-                let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
-                logLine(StrataServerInstance.accessLine(request, response, milliseconds, format: format))
-                return response
+                let response =
+                    service.withLock({ $0 })?.handle(request)
+                    ?? StrataServerInstance.notReady(request, metrics: metrics)
+                return logged(request, response, begin)
             },
             tooLarge: { request in
                 let response = Problem(
@@ -58,11 +59,7 @@ public final class StrataServerInstance: Sendable {
             },
             deferred: { request, responder in
                 let begin = DispatchTime.now().uptimeNanoseconds
-                let respond: @Sendable (HTTPResponse) -> Void = { response in
-                    let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
-                    logLine(StrataServerInstance.accessLine(request, response, milliseconds, format: format))
-                    responder.respond(response)
-                }
+                let respond: @Sendable (HTTPResponse) -> Void = { responder.respond(logged(request, $0, begin)) }
                 guard let ready = service.withLock({ $0 }) else {
                     respond(StrataServerInstance.notReady(request, metrics: metrics))
                     return
