@@ -67,7 +67,7 @@ import Testing
             Case("missing required", "POST", "/books", json: #"{"year": 1990}"#, status: 422),
             Case("over a max rule", "POST", "/books", json: #"{"title": "x", "rating": 9}"#, status: 422),
             Case("client-chosen id", "POST", "/books", json: #"{"id": 77, "title": "x"}"#, status: 422),
-            Case("unknown related id", "POST", "/books", json: #"{"title": "x", "author": 999999}"#, status: 422),
+            Case("unknown related id", "POST", "/books", json: #"{"title": "x", "author": 999999}"#, status: 409),
             Case("to-many as a number", "POST", "/tags", json: #"{"name": "x", "books": 3}"#, status: 422),
             Case("unknown entity", "GET", "/dragons", status: 404),
             Case("unknown id", "GET", "/books/999999", status: 404),

@@ -108,7 +108,9 @@ import Testing
                         leaders.withLock { $0 += 1 }
                         Thread.detachNewThread { job() }
                     },
-                    completion: { error in
+                    completion: { result in
+                        let error: ContextError?
+                        if case .failure(let failure) = result { error = failure } else { error = nil }
                         let outcome = error?.storeError?.code.rawValue ?? error?.code.rawValue ?? "ok"
                         outcomes.withLock { $0[outcome, default: 0] += 1 }
                         // Committed changes are cleared; a failed child keeps its changes.

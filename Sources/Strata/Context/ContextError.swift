@@ -3,6 +3,8 @@ public struct ValidationFailure: Sendable, Hashable, CustomStringConvertible {
     /// The rule that failed.
     public enum Rule: String, Sendable, Hashable {
         case required, type, min, max, minLength, maxLength, regex, minCount, maxCount, deny, abstract
+        /// A relationship names an object that does not exist (deleted by another save meanwhile).
+        case reference
     }
 
     /// The object's entity.
@@ -29,6 +31,8 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         case conflict
         /// No such object.
         case notFound
+        /// A relationship names an object that another save deleted meanwhile; see `failures`.
+        case missingReference
         /// No such entity, attribute or relationship.
         case unknownProperty
         /// A value of the wrong type for an attribute.

@@ -73,6 +73,28 @@ extension ObjectContext {
             }
         }
         return try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            if s.staging && keepStates {
+                // A child reads while a group commit writes: what is stored, with the objects
+                // the group changes as they were before it (see `stateForChild`).
+                var results: [ObjectState] = []
+                results.reserveCapacity(fetched.count)
+                for var state in fetched {
+                    let k = key(state.id, s)
+                    if let original = s.originals[k] {
+                        results.append(original)
+                        continue
+                    }
+                    state.id = k
+                    results.append(state)
+                    if s.objects.index(forKey: k) == nil { s.objects[k] = state }
+                }
+                if local, let limit = request.fetchLimit {
+                    results = Array(results.dropFirst(request.fetchOffset).prefix(limit))
+                } else if local, request.fetchOffset > 0 {
+                    results = Array(results.dropFirst(request.fetchOffset))
+                }
+                return body(&s, results.map(\.id), results)
+            }
             // Register what came back; objects with unsaved changes keep this context's values.
             var results: [ObjectState] = []
             var keys: [ObjectID] = []

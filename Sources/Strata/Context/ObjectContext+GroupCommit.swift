@@ -2,24 +2,32 @@ import Dispatch
 
 /// One child's changes waiting for the root's next group commit.
 final class CommitTicket: @unchecked Sendable {
-    // Safe to share: `pushed`, `expectations`, `child` and `completion` are immutable; `error` is
-    // written by the committing thread before `done` is signalled (or `completion` called) and
-    // read by the waiting thread after.
+    // Safe to share: `pushed`, `expectations`, `claims`, `child` and `completion` are immutable;
+    // `error` is written by the committing thread before `done` is signalled (or `completion`
+    // called) and read by the waiting thread after.
     let pushed: PushedChanges
     let expectations: [ObjectID: Int64]
+    /// The existing objects the changes write, delete or link to: a group holds no two tickets
+    /// whose claims collide (see ``CommitClaims``).
+    let claims: CommitClaims
+    /// Objects whose states as committed the caller wants back, and those states once committed.
+    let keeping: [ObjectID]
+    var snapshots: [ObjectID: StoreRow] = [:]
     var error: ContextError?
     let done = DispatchSemaphore(value: 0)
     /// For a commit nobody waits for: the child, whose changes are cleared once committed, and
     /// what to call with the outcome.
     let child: ObjectContext?
-    let completion: (@Sendable (ContextError?) -> Void)?
+    let completion: (@Sendable (Result<[ObjectID: StoreRow], ContextError>) -> Void)?
 
     init(
-        pushed: PushedChanges, expectations: [ObjectID: Int64], child: ObjectContext? = nil,
-        completion: (@Sendable (ContextError?) -> Void)? = nil
+        pushed: PushedChanges, expectations: [ObjectID: Int64], claims: CommitClaims, keeping: [ObjectID] = [],
+        child: ObjectContext? = nil, completion: (@Sendable (Result<[ObjectID: StoreRow], ContextError>) -> Void)? = nil
     ) {
         self.pushed = pushed
         self.expectations = expectations
+        self.claims = claims
+        self.keeping = keeping
         self.child = child
         self.completion = completion
     }
@@ -30,8 +38,46 @@ final class CommitTicket: @unchecked Sendable {
             done.signal()
             return
         }
-        if error == nil { child?.storage.withLock { $0.clearPending() } }
-        completion(error)
+        if let error {
+            completion(.failure(error))
+            return
+        }
+        child?.storage.withLock { $0.clearPending() }
+        completion(.success(snapshots))
+    }
+}
+
+/// The existing objects one child's changes touch, by how they touch them.
+///
+/// A group commit writes its members in one transaction, merged into the root; two members that
+/// change the same object would be merged into one version step, so a write that named a version
+/// (`If-Match`) or that the merge policy would have refused could succeed beside a write that
+/// already replaced that version. So a group never holds two members whose claims collide: the
+/// later one waits for the next group, where it meets the version the earlier one left (and its
+/// expectations, or the merge policy, decide). Links collide only with deletes: a save that links
+/// to an object deleted by an earlier member meets the deletion, and a delete meets the links.
+struct CommitClaims: Sendable {
+    /// Objects whose stored row the changes write (attributes, to-one references, join-table
+    /// lists under the `.error` policy) or whose version they expect.
+    var written: Set<ObjectID> = []
+    /// Objects the changes delete.
+    var deleted: Set<ObjectID> = []
+    /// Objects the changes refer to, or change only through inverse lists that merge.
+    var linked: Set<ObjectID> = []
+
+    var isEmpty: Bool { written.isEmpty && deleted.isEmpty && linked.isEmpty }
+
+    /// Whether a member with `other`'s claims must wait for one with these.
+    func collides(with other: CommitClaims) -> Bool {
+        !written.isDisjoint(with: other.written) || !written.isDisjoint(with: other.deleted)
+            || !deleted.isDisjoint(with: other.written) || !deleted.isDisjoint(with: other.deleted)
+            || !deleted.isDisjoint(with: other.linked) || !linked.isDisjoint(with: other.deleted)
+    }
+
+    mutating func formUnion(_ other: CommitClaims) {
+        written.formUnion(other.written)
+        deleted.formUnion(other.deleted)
+        linked.formUnion(other.linked)
     }
 }
 
@@ -39,6 +85,28 @@ final class CommitTicket: @unchecked Sendable {
 struct CommitQueue {
     var waiting: [CommitTicket] = []
     var committing = false
+
+    /// Takes the next group: every waiting ticket whose claims collide with no ticket ahead of
+    /// it (taken or left waiting), in order. The first ticket is always taken.
+    mutating func takeGroup() -> [CommitTicket] {
+        if waiting.count == 1 || waiting.allSatisfy({ $0.claims.isEmpty }) {
+            defer { waiting.removeAll() }
+            return waiting
+        }
+        var taken: [CommitTicket] = []
+        var left: [CommitTicket] = []
+        var ahead = CommitClaims()
+        for ticket in waiting {
+            if ticket.claims.isEmpty || !ahead.collides(with: ticket.claims) {
+                taken.append(ticket)
+            } else {
+                left.append(ticket)
+            }
+            ahead.formUnion(ticket.claims)
+        }
+        waiting = left
+        return taken
+    }
 }
 
 extension ObjectContext {
@@ -49,17 +117,29 @@ extension ObjectContext {
     /// the next one, so many concurrent writers share each commit (and its fsync). Each child's
     /// outcome is its own: when a group fails, its children are retried one by one, so one child's
     /// unique violation or stale version never fails another's save.
+    ///
+    /// A commit is serializable with every other: two children that change (or expect a version
+    /// of) the same object never share a group, so the later one meets the version the earlier
+    /// one left, and its expectations, or the merge policy, decide.
     /// - Parameters:
     ///   - child: a child of this context; its changes stay in place when the commit fails.
     ///   - expectations: versions the objects must still have when the commit happens (an HTTP
-    ///     `If-Match`); a mismatch fails this child with `.conflict`.
-    /// - Throws: ``ContextError``: `.validation`, `.conflict`, `.store`.
-    public func commit(_ child: ObjectContext, expecting expectations: [ObjectID: Int64] = [:]) throws(ContextError) {
+    ///     `If-Match`); a mismatch fails this child with `.conflict`, whatever the merge policy.
+    ///   - keeping: objects (by the child's IDs) whose states exactly as this commit saved them to
+    ///     return (later commits may already have changed the stored ones).
+    /// - Returns: the saved states of the objects in `keeping`, keyed by the IDs given.
+    /// - Throws: ``ContextError``: `.validation`, `.conflict`, `.missingReference`, `.notFound`,
+    ///   `.store`.
+    @discardableResult
+    public func commit(
+        _ child: ObjectContext, expecting expectations: [ObjectID: Int64] = [:], keeping: [ObjectID] = []
+    ) throws(ContextError) -> [ObjectID: StoreRow] {
         precondition(parent == nil && child.parent === self, "commit(_:) takes a child of a root context")
         let pushed = try child.storage.withLock { (s: inout ContextStorage) throws(ContextError) in
             try child.pushedChanges(&s)
         }
-        let ticket = CommitTicket(pushed: pushed, expectations: expectations)
+        let ticket = CommitTicket(
+            pushed: pushed, expectations: expectations, claims: claims(pushed, expectations), keeping: keeping)
         if enqueue(ticket) {
             commitGroups(leader: ticket)
         } else {
@@ -67,6 +147,7 @@ extension ObjectContext {
         }
         if let error = ticket.error { throw error }
         child.storage.withLock { $0.clearPending() }
+        return ticket.snapshots
     }
 
     /// Saves a child of this root context into the stores as part of a group commit, like
@@ -79,20 +160,24 @@ extension ObjectContext {
     /// - Parameters:
     ///   - child: a child of this context; its changes stay in place when the commit fails.
     ///   - expectations: versions the objects must still have when the commit happens.
+    ///   - keeping: objects whose states as this commit saved them `completion` gets.
     ///   - lead: runs the commit loop elsewhere, e.g. on a thread pool.
-    ///   - completion: called once with the outcome, after the child's changes are cleared on
-    ///     success.
+    ///   - completion: called once with the outcome (the saved states of `keeping`, or the error),
+    ///     after the child's changes are cleared on success.
     /// - Throws: ``ContextError`` with `.validation` when the child's changes are not valid
     ///   (`completion` is then never called).
     public func commit(
-        _ child: ObjectContext, expecting expectations: [ObjectID: Int64] = [:],
-        lead: (@escaping @Sendable () -> Void) -> Void, completion: @escaping @Sendable (ContextError?) -> Void
+        _ child: ObjectContext, expecting expectations: [ObjectID: Int64] = [:], keeping: [ObjectID] = [],
+        lead: (@escaping @Sendable () -> Void) -> Void,
+        completion: @escaping @Sendable (Result<[ObjectID: StoreRow], ContextError>) -> Void
     ) throws(ContextError) {
         precondition(parent == nil && child.parent === self, "commit(_:) takes a child of a root context")
         let pushed = try child.storage.withLock { (s: inout ContextStorage) throws(ContextError) in
             try child.pushedChanges(&s)
         }
-        let ticket = CommitTicket(pushed: pushed, expectations: expectations, child: child, completion: completion)
+        let ticket = CommitTicket(
+            pushed: pushed, expectations: expectations, claims: claims(pushed, expectations), keeping: keeping,
+            child: child, completion: completion)
         if enqueue(ticket) { lead { [self] in commitGroups(leader: nil) } }
     }
 
@@ -113,8 +198,7 @@ extension ObjectContext {
                 queue.committing = false
                 return nil
             }
-            defer { queue.waiting.removeAll() }
-            return queue.waiting
+            return queue.takeGroup()
         }) {
             writeGate?.lock()
             let changes = commitGroup(group)
@@ -138,29 +222,70 @@ extension ObjectContext {
                 for ticket in ready { try receive(ticket.pushed, &s) }
                 let failures = try validationFailures(&s)
                 if !failures.isEmpty { throw ContextError(.validation, "validation failed", failures: failures) }
-                return (ready, try saveRequest(&s))
+                let request = try saveRequest(&s)
+                s.staging = true
+                return (ready, request)
             } catch {
                 rollback(&s)
                 if ready.count == 1 { ready[0].error = error }
                 return (ready.count == 1 ? [] : ready, nil)
             }
         }
-        if let request {
-            if request.inserts.isEmpty && request.updates.isEmpty && request.deletes.isEmpty {
-                storage.withLock { $0.clearPending() }
-                return []
-            }
-            do {
-                let result = try coordinator.save(request)
-                return storage.withLock { s in [finish(result, &s)] }
-            } catch {
-                storage.withLock { s in rollback(&s) }
-                // A lone member's failure is its own, except a conflict: that is retried below,
-                // where the merge policy resolves it as a plain save would.
-                if ready.count == 1 && error.code != .conflict {
-                    ready[0].error = Self.contextError(error)
+        if var request {
+            // Conflicts the merge policy resolves are resolved in the group, which is written again;
+            // versions a member expects are never resolved away.
+            let strict = Set(ready.flatMap { $0.expectations.keys.map(registry.canonical) })
+            var attempts = 0
+            while true {
+                attempts += 1
+                if request.inserts.isEmpty && request.updates.isEmpty && request.deletes.isEmpty {
+                    storage.withLock { s in
+                        s.staging = false
+                        s.clearPending()
+                    }
                     return []
                 }
+                let failure: StoreError
+                do {
+                    let result = try coordinator.save(request)
+                    return storage.withLock { s in
+                        s.staging = false
+                        var snapshots: [ObjectID: StoreRow] = [:]
+                        let changes = finish(result, &s, keeping: ready.flatMap(\.keeping), into: &snapshots)
+                        if !snapshots.isEmpty {
+                            for ticket in ready {
+                                for id in ticket.keeping { ticket.snapshots[id] = snapshots[id] }
+                            }
+                        }
+                        return [changes]
+                    }
+                } catch {
+                    failure = error
+                }
+                let retry = storage.withLock { s -> SaveRequest? in
+                    if failure.code == .conflict, s.mergePolicy != .error, attempts < 10,
+                        !failure.conflicts.contains(where: { strict.contains($0.id) })
+                    {
+                        do throws(ContextError) {
+                            try resolve(failure.conflicts, &s)
+                            return try saveRequest(&s)
+                        } catch {}
+                    }
+                    s.staging = false
+                    rollback(&s)
+                    return nil
+                }
+                if let retry {
+                    request = retry
+                    continue
+                }
+                // A lone member's failure is its own, except a conflict: that is retried below,
+                // where the merge policy or its expectations decide as for a plain save.
+                if ready.count == 1 && failure.code != .conflict {
+                    ready[0].error = Self.contextError(failure)
+                    return []
+                }
+                break
             }
         }
         guard !ready.isEmpty else { return [] }
@@ -171,7 +296,12 @@ extension ObjectContext {
                 do throws(ContextError) {
                     if let stale = staleExpectation(ticket, &s) { throw stale }
                     try receive(ticket.pushed, &s)
-                    if let changes = try saveToStores(&s) { published.append(changes) }
+                    let strict = Set(ticket.expectations.keys.map(registry.canonical))
+                    if let changes = try saveToStores(
+                        &s, strict: strict, keeping: ticket.keeping, into: &ticket.snapshots)
+                    {
+                        published.append(changes)
+                    }
                 } catch {
                     rollback(&s)
                     ticket.error = error
@@ -179,6 +309,36 @@ extension ObjectContext {
             }
             return published
         }
+    }
+
+    /// What `pushed` (a child's changes, with the versions it expects) claims of existing objects.
+    func claims(_ pushed: PushedChanges, _ expectations: [ObjectID: Int64]) -> CommitClaims {
+        var claims = CommitClaims()
+        // Under `.error` a second change to a join-table list must meet the version the first left.
+        let strictLists = mergePolicy == .error
+        func link(_ id: ObjectID?) {
+            if let id, !id.isTemporary { claims.linked.insert(registry.canonical(id)) }
+        }
+        for id in expectations.keys { claims.written.insert(registry.canonical(id)) }
+        for state in pushed.inserts {
+            for target in state.toOne.values { link(target) }
+            for targets in state.toMany.values { for target in targets { link(target) } }
+        }
+        for (id, change, state) in pushed.updates {
+            let k = registry.canonical(id)
+            if !change.attributes.isEmpty || !change.toOne.isEmpty { claims.written.insert(k) }
+            for name in change.toOne { link(state.toOne[name] ?? nil) }
+            for (name, delta) in change.toMany {
+                if strictLists, case .joinTable? = model.storage(of: name, in: k.entityName) {
+                    claims.written.insert(k)
+                } else {
+                    claims.linked.insert(k)
+                }
+                for target in delta.added { link(target) }
+            }
+        }
+        for (id, _) in pushed.deletes { claims.deleted.insert(registry.canonical(id)) }
+        return claims
     }
 
     static func contextError(_ error: StoreError) -> ContextError {

@@ -22,7 +22,7 @@ extension ObjectContext {
         let loaded: ObjectState?
         if let parent {
             loaded = try parent.storage.withLock { (p: inout ContextStorage) throws(ContextError) in
-                try parent.loadState(k, &p)
+                try parent.stateForChild(k, &p)
             }
         } else if k.isTemporary {
             loaded = nil
@@ -41,6 +41,32 @@ extension ObjectContext {
         return nil
     }
 
+    /// The state of `id` as a child of this context reads it: while a group commit writes to the
+    /// stores, an object it changes reads as it was before (the commit may still fail, and until
+    /// it succeeds its values are not the stored version's), otherwise as this context holds it.
+    func stateForChild(_ id: ObjectID, _ s: inout ContextStorage) throws(ContextError) -> ObjectState? {
+        if s.staging {
+            let k = key(id, s)
+            if let original = s.originals[k] { return original }
+            if isInserted(k, s) { return nil }
+        }
+        return try loadState(id, &s)
+    }
+
+    /// The contents of a to-many relationship as a child of this context reads them (see
+    /// ``stateForChild(_:_:)``).
+    func listForChild(_ id: ObjectID, _ name: String, _ s: inout ContextStorage) throws(ContextError) -> [ObjectID] {
+        if s.staging, let original = s.originals[key(id, s)] {
+            if let list = original.toMany[name] { return list }
+            do {
+                return try coordinator.relatedIDs(of: original.id, relationship: name)
+            } catch {
+                throw ContextError(.store, "cannot read \(original.id).\(name): \(error)", storeError: error)
+            }
+        }
+        return try toManyList(id, name, &s)
+    }
+
     func requireState(_ id: ObjectID, _ s: inout ContextStorage) throws(ContextError) -> ObjectState {
         guard let state = try loadState(id, &s) else {
             throw ContextError(.notFound, "object \(registry.canonical(id)) does not exist")
@@ -55,7 +81,7 @@ extension ObjectContext {
         let list: [ObjectID]
         if let parent {
             list = try parent.storage.withLock { (p: inout ContextStorage) throws(ContextError) in
-                try parent.toManyList(state.id, name, &p)
+                try parent.listForChild(state.id, name, &p)
             }
         } else if state.id.isTemporary {
             list = []
@@ -196,6 +222,12 @@ extension ObjectContext {
             s.deletedStates[k] = state
         }
         s.objects[k] = nil
+        try applyDeleteRules(k, state, &s)
+    }
+
+    /// Applies the nullify and cascade rules of deleted object `k` (whose last state was `state`)
+    /// to the objects its relationships hold in this context; deny is checked when saving.
+    func applyDeleteRules(_ k: ObjectID, _ state: ObjectState, _ s: inout ContextStorage) throws(ContextError) {
         for relationship in model.relationships(of: k.entityName) {
             guard relationship.deleteRule == .nullify || relationship.deleteRule == .cascade,
                 let inverse = model.inverse(of: relationship.name, of: k.entityName)

@@ -26,7 +26,10 @@ extension ObjectContext {
         }
         writeGate?.lock()
         defer { writeGate?.unlock() }
-        let changes = try storage.withLock { (s: inout ContextStorage) throws(ContextError) in try saveToStores(&s) }
+        var none: [ObjectID: StoreRow] = [:]
+        let changes = try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            try saveToStores(&s, into: &none)
+        }
         if let changes { notify(changes) }
     }
 
@@ -52,7 +55,16 @@ extension ObjectContext {
     }
 
     /// Applies a child's pushed changes to this context's storage (lock held by the caller).
+    ///
+    /// A root checks first, changing nothing when they fail, that every object the changes update
+    /// still exists and every reference they set names an object that exists (another save may have
+    /// deleted it since the child read it); and it applies the delete rules of the deletions again
+    /// against what it holds now, so a cascade also takes objects linked meanwhile and a deny
+    /// sees links made meanwhile.
+    /// - Throws: `.notFound` for an update of an object deleted meanwhile, `.missingReference` for
+    ///   a reference to one.
     func receive(_ pushed: PushedChanges, _ s: inout ContextStorage) throws(ContextError) {
+        if parent == nil { try checkTargets(pushed, &s) }
         for var state in pushed.inserts {
             state.id = registry.canonical(state.id)
             state.rewrite(registryMap(state))
@@ -101,6 +113,14 @@ extension ObjectContext {
                     s.updated[k]?.toMany[name] = merged
                 }
             }
+            // A root whose policy lets the child's changed values win over what was saved since
+            // the child read the object knows the current version: it takes it now rather than
+            // meeting it as a conflict in the store.
+            if parent == nil, s.mergePolicy == .objectTrump, let base = s.updated[k]?.baseVersion,
+                let current = s.objects[k]?.version, base < current
+            {
+                s.updated[k]?.baseVersion = current
+            }
         }
         for (id, base) in pushed.deletes {
             guard let state = try loadState(id, &s) else { continue }
@@ -115,8 +135,63 @@ extension ObjectContext {
                 s.updated[k] = nil
             }
             s.objects[k] = nil
+            // The child applied the rules to what it saw; the root applies them to what is now.
+            if parent == nil { try applyDeleteRules(k, state, &s) }
         }
         for (id, store) in pushed.assignments { s.assignments[registry.canonical(id)] = store }
+    }
+
+    /// Checks, without changing anything, that the objects `pushed` updates exist here and that
+    /// every reference it sets names an object that exists here (or one it inserts).
+    private func checkTargets(_ pushed: PushedChanges, _ s: inout ContextStorage) throws(ContextError) {
+        var inserted = Set<ObjectID>()
+        for state in pushed.inserts { inserted.insert(registry.canonical(state.id)) }
+        func require(_ target: ObjectID?, from owner: ObjectID, _ field: String) throws(ContextError) {
+            guard let target else { return }
+            let k = registry.canonical(target)
+            if inserted.contains(k) { return }
+            if try loadState(k, &s) != nil { return }
+            let owner = registry.canonical(owner)
+            throw ContextError(
+                .missingReference,
+                "'\(owner.entityName).\(field)' refers to \(k.entityName) \(k.primaryKey.map(String.init) ?? "(new)"), which does not exist (it was deleted)",
+                failures: [
+                    ValidationFailure(
+                        entity: owner.entityName, objectID: owner, field: field, rule: .reference,
+                        message:
+                            "refers to \(k.entityName) \(k.primaryKey.map(String.init) ?? "(new)"), which does not exist"
+                    )
+                ])
+        }
+        for state in pushed.inserts {
+            for (name, target) in state.toOne { try require(target ?? nil, from: state.id, name) }
+            for (name, targets) in state.toMany { for target in targets { try require(target, from: state.id, name) } }
+        }
+        for (id, change, state) in pushed.updates {
+            if try loadState(id, &s) == nil {
+                let k = registry.canonical(id)
+                // A change only to an inverse list is a link made to an object deleted meanwhile.
+                if change.attributes.isEmpty && change.toOne.isEmpty, let name = change.toMany.keys.sorted().first,
+                    let inverse = model.inverse(of: name, of: k.entityName)
+                {
+                    let linked = change.toMany[name]!.added.first ?? k
+                    throw ContextError(
+                        .missingReference,
+                        "'\(linked.entityName).\(inverse.name)' refers to \(k.entityName) \(k.primaryKey.map(String.init) ?? ""), which does not exist (it was deleted)",
+                        failures: [
+                            ValidationFailure(
+                                entity: linked.entityName, objectID: registry.canonical(linked), field: inverse.name,
+                                rule: .reference,
+                                message:
+                                    "refers to \(k.entityName) \(k.primaryKey.map(String.init) ?? ""), which does not exist"
+                            )
+                        ])
+                }
+                throw ContextError(.notFound, "\(k.entityName) \(k.primaryKey.map(String.init) ?? "") was deleted")
+            }
+            for name in change.toOne { try require(state.toOne[name] ?? nil, from: id, name) }
+            for (name, delta) in change.toMany { for target in delta.added { try require(target, from: id, name) } }
+        }
     }
 
     /// The references of `state` whose temporary IDs have permanent ones, mapped to those.
@@ -178,7 +253,15 @@ extension ObjectContext {
 
     /// Validates, writes through the coordinator (resolving conflicts by the merge policy), and
     /// updates this root context; returns the changes to publish.
-    func saveToStores(_ s: inout ContextStorage) throws(ContextError) -> ContextChanges? {
+    /// - Parameters:
+    ///   - strict: objects whose expected version a commit named: a conflict on one of them fails
+    ///     the save whatever the merge policy.
+    ///   - keeping: objects whose saved states to collect into `snapshots`, exactly as this save
+    ///     wrote them.
+    func saveToStores(
+        _ s: inout ContextStorage, strict: Set<ObjectID> = [], keeping: [ObjectID] = [],
+        into snapshots: inout [ObjectID: StoreRow]
+    ) throws(ContextError) -> ContextChanges? {
         let failures = try validationFailures(&s)
         if !failures.isEmpty { throw ContextError(.validation, "validation failed", failures: failures) }
         var attempts = 0
@@ -191,7 +274,9 @@ extension ObjectContext {
             do {
                 result = try coordinator.save(request)
             } catch {
-                if error.code == .conflict, s.mergePolicy != .error, attempts < 10 {
+                if error.code == .conflict, s.mergePolicy != .error, attempts < 10,
+                    strict.isEmpty || !error.conflicts.contains(where: { strict.contains($0.id) })
+                {
                     try resolve(error.conflicts, &s)
                     continue
                 }
@@ -204,12 +289,18 @@ extension ObjectContext {
                 }
                 throw ContextError(.store, error.message, storeError: error)
             }
-            return finish(result, &s)
+            return finish(result, &s, keeping: keeping, into: &snapshots)
         }
     }
 
     /// Re-keys inserted objects to their permanent IDs and takes the new versions.
-    func finish(_ result: SaveResult, _ s: inout ContextStorage) -> ContextChanges {
+    /// - Parameters:
+    ///   - keeping: objects (by any of their IDs) whose states as saved go into `snapshots`, keyed
+    ///     by the ID given (with the to-many lists this context holds of them).
+    func finish(
+        _ result: SaveResult, _ s: inout ContextStorage, keeping: [ObjectID] = [],
+        into snapshots: inout [ObjectID: StoreRow]
+    ) -> ContextChanges {
         let map = result.permanentIDs
         registry.record(result.temporaryIDs, result.issuedIDs)
         // Only objects changed in this save can refer to the new ones: re-key just those, and
@@ -244,13 +335,16 @@ extension ObjectContext {
             }
         }
         let deleted = Array(s.deleted.keys)
+        for id in keeping {
+            if let state = s.objects[key(id, s)] { snapshots[id] = state }
+        }
         s.clearPending()
         if let limit = s.cacheLimit, s.objects.count > limit { s.objects.removeAll(keepingCapacity: true) }
         return ContextChanges(inserted: inserted, updated: updated, deleted: deleted, byStore: byStore)
     }
 
     /// Applies the merge policy to the conflicting objects so the save can be retried.
-    private func resolve(_ conflicts: [VersionConflict], _ s: inout ContextStorage) throws(ContextError) {
+    func resolve(_ conflicts: [VersionConflict], _ s: inout ContextStorage) throws(ContextError) {
         for conflict in conflicts {
             let k = conflict.id
             let stored: StoreRow?

@@ -203,6 +203,9 @@ struct ContextStorage {
     var cacheLimit: Int?
     /// The temporary IDs a child context holds in the registry.
     var heldTemporaries: [ObjectID] = []
+    /// A root's group commit is writing its pending changes to the stores (with the lock released):
+    /// children read the changed objects as they were before (see `stateForChild`).
+    var staging = false
 
     /// Forgets the pending-change bookkeeping after a save (objects stay registered).
     mutating func clearPending() {

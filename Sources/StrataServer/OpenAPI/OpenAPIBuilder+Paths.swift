@@ -553,7 +553,12 @@ extension OpenAPIBuilder {
                         "headers",
                         ["Allow": ["description": "The methods the path accepts.", "schema": ["type": "string"]]])
             ),
-            ("Conflict", problem("A uniqueness constraint or a deny delete rule refuses the change.")),
+            (
+                "Conflict",
+                problem(
+                    "A uniqueness constraint or a deny delete rule refuses the change, or the body refers to a related object that does not exist (or was deleted meanwhile)."
+                )
+            ),
             (
                 "PreconditionFailed",
                 problem("`If-Match` names a version the object no longer has; `currentVersion` gives its version.")

@@ -135,7 +135,8 @@ struct ObjectCodec {
     /// entity, with a value of the right type. With `replace`, members left out are reset (attributes
     /// to their defaults, relationships emptied).
     /// - Parameter resolve: turns a related id (or `{"$ref": n}` in a batch) into an object.
-    /// - Throws: a 422 ``Problem`` listing every bad field.
+    /// - Throws: a 422 ``Problem`` listing every bad field, or a 409 one when the only problem is
+    ///   related objects that do not exist.
     func apply(
         _ body: [String: JSONValue], to object: ManagedObject, replace: Bool, pathID: Int64?,
         resolve: (String, JSONValue) throws(Problem) -> ManagedObject
@@ -211,7 +212,15 @@ struct ObjectCodec {
                 }
             }
         }
-        if !errors.isEmpty { throw Problem.validation("the request body does not fit \(entity)", errors) }
+        if !errors.isEmpty {
+            // A body that fits but names related objects that do not exist conflicts with the
+            // stored state, as a foreign-key violation does (409, also when a concurrent delete
+            // is found at the commit); anything else is a body that does not fit (422).
+            if errors.allSatisfy({ $0.code == "notFound" }) {
+                throw Problem.conflict("the request body refers to objects that do not exist", errors: errors)
+            }
+            throw Problem.validation("the request body does not fit \(entity)", errors)
+        }
     }
 
     static func describe(_ type: AttributeType) -> String {

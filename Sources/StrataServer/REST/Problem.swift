@@ -115,6 +115,12 @@ extension Problem {
         case .conflict:
             self = Problem(412, "Precondition Failed", "the object changed since it was read: \(error.message)")
         case .notFound: self = .notFound(error.message)
+        case .missingReference:
+            self = .conflict(
+                error.message,
+                errors: error.failures.map {
+                    FieldError(field: $0.field, code: "notFound", message: "\($0.field) \($0.message)")
+                })
         case .invalidValue, .unknownProperty, .abstractEntity:
             self = .validation(error.message, [])
         case .invalidPredicate: self = .badRequest(error.message)

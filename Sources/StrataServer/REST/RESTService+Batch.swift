@@ -36,8 +36,9 @@ extension RESTService {
                 throw problem
             }
         }
+        let saved: [ObjectID: StoreRow]
         do throws(Problem) {
-            try commit(child, expecting: expectations)
+            saved = try commit(child, expecting: expectations, keeping: outcomes.flatMap { $0.0?.kept ?? [] })
         } catch {
             var problem = error
             problem.detail = "the batch was not saved: \(problem.detail)"
@@ -46,7 +47,11 @@ extension RESTService {
         var results: [JSONValue] = []
         for (outcome, sub, immediate) in outcomes {
             let response: HTTPResponse
-            if let immediate { response = immediate } else { response = try render(outcome!, sub) }
+            if let immediate {
+                response = immediate
+            } else {
+                response = try render(outcome!, sub, created: child, saved: saved)
+            }
             var headers: [String: JSONValue] = [:]
             for (name, value) in response.headers where name != "Content-Type" { headers[name] = .string(value) }
             let body = response.body.isEmpty ? JSONValue.null : ((try? JSONValue.parse(response.body)) ?? .null)

@@ -276,15 +276,21 @@ extension RESTService {
         }
     }
 
-    /// Renders a write's outcome after its commit, reading the saved objects (with their permanent
-    /// IDs and new versions) from the stores rather than the shared root.
-    /// - Parameter created: the committed context, to render objects it created from (a new
-    ///   object's row is what the context holds, at version 1: no need to read it back).
-    func render(_ outcome: WriteOutcome, _ request: HTTPRequest, created child: ObjectContext? = nil) throws(Problem)
-        -> HTTPResponse
-    {
+    /// Renders a write's outcome after its commit: each object as that commit saved it (its
+    /// permanent ID and new version), so the `ETag` and body describe what this request wrote even
+    /// when a later write has already changed the object.
+    /// - Parameters:
+    ///   - created: the committed context, to render objects it created from (a new object's row
+    ///     is what the context holds, at version 1: no need to read it back).
+    ///   - saved: states of changed objects as the commit saved them; other objects are read from
+    ///     the stores.
+    func render(
+        _ outcome: WriteOutcome, _ request: HTTPRequest, created child: ObjectContext? = nil,
+        saved: [ObjectID: StoreRow] = [:]
+    ) throws(Problem) -> HTTPResponse {
         let minimal = (request.header("prefer") ?? "").lowercased().contains("return=minimal")
         func savedRow(_ id: ObjectID) throws(Problem) -> StoreRow {
+            if let row = saved[id] { return row }
             if let child, id.isTemporary, var row = try? child.snapshot(of: id), !row.id.isTemporary {
                 row.version = 1
                 return row

@@ -139,15 +139,15 @@ public final class RESTService: Sendable {
         do throws(Problem) {
             let outcome = try prepare(child, &expectations)
             do {
-                try root.commit(child, expecting: expectations, lead: lead) { [self] error in
-                    if let error {
-                        finish(Problem(error).response)
-                        return
-                    }
-                    do throws(Problem) {
-                        finish(try render(outcome, request, created: child))
-                    } catch {
-                        finish(error.response)
+                try root.commit(child, expecting: expectations, keeping: outcome.kept, lead: lead) { [self] result in
+                    switch result {
+                    case .failure(let error): finish(Problem(error).response)
+                    case .success(let saved):
+                        do throws(Problem) {
+                            finish(try render(outcome, request, created: child, saved: saved))
+                        } catch {
+                            finish(error.response)
+                        }
                     }
                 }
             } catch {
@@ -309,14 +309,17 @@ public final class RESTService: Sendable {
         let child = root.newChildContext()
         var expectations: [ObjectID: Int64] = [:]
         let outcome = try body(child, &expectations)
-        try commit(child, expecting: expectations)
-        return try render(outcome, request, created: child)
+        let saved = try commit(child, expecting: expectations, keeping: outcome.kept)
+        return try render(outcome, request, created: child, saved: saved)
     }
 
     /// Commits a child through the root's group commit; on failure nothing of it is kept.
-    func commit(_ child: ObjectContext, expecting expectations: [ObjectID: Int64]) throws(Problem) {
+    /// - Returns: the states of `keeping` exactly as the commit saved them.
+    func commit(_ child: ObjectContext, expecting expectations: [ObjectID: Int64], keeping: [ObjectID])
+        throws(Problem) -> [ObjectID: StoreRow]
+    {
         do {
-            try root.commit(child, expecting: expectations)
+            return try root.commit(child, expecting: expectations, keeping: keeping)
         } catch {
             throw Problem(error)
         }
@@ -335,4 +338,12 @@ enum WriteOutcome {
     case objects([ObjectID], status: Int)
     /// No body.
     case empty(status: Int)
+
+    /// The existing objects the response shows, whose states as committed the render needs (a
+    /// later commit may change the stored ones before the response is rendered). Created objects
+    /// render from the committed child.
+    var kept: [ObjectID] {
+        if case .object(let id, _, _) = self, !id.isTemporary { return [id] }
+        return []
+    }
 }
