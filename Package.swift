@@ -5,6 +5,7 @@ let package = Package(
     name: "Strata",
     products: [
         .library(name: "Strata", targets: ["Strata"]),
+        .library(name: "StrataHTTP", targets: ["StrataHTTP"]),
         .library(name: "StrataServer", targets: ["StrataServer"]),
         .executable(name: "strata", targets: ["strata"]),
     ],
@@ -19,11 +20,18 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        // Persistence: models, stores, coordinator, contexts. No HTTP.
         .target(name: "Strata", dependencies: ["CSQLite"]),
-        .target(name: "StrataServer", dependencies: ["Strata", "CMicroHTTPD"]),
-        .executableTarget(name: "strata", dependencies: ["Strata", "StrataServer", "CSQLite"]),
-        .testTarget(name: "StrataTests", dependencies: ["Strata"]),
-        .testTarget(name: "StrataServerTests", dependencies: ["StrataServer", "Strata"]),
+        // The libmicrohttpd wrapper: requests in, responses out. Imports no Strata module.
+        .target(name: "StrataHTTP", dependencies: ["CMicroHTTPD"]),
+        // REST, OpenAPI and the server runtime over the two.
+        .target(name: "StrataServer", dependencies: ["Strata", "StrataHTTP"]),
+        .executableTarget(name: "strata", dependencies: ["Strata", "StrataHTTP", "StrataServer", "CSQLite"]),
+        // What the test suites share: temporary folders, the live-server fixture, test clients.
+        .target(name: "StrataTestSupport", dependencies: ["Strata", "StrataServer"], path: "Tests/StrataTestSupport"),
+        .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTestSupport"]),
+        .testTarget(
+            name: "StrataServerTests", dependencies: ["StrataServer", "StrataHTTP", "Strata", "StrataTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,12 +1,9 @@
 import Foundation
 import StrataServer
+import StrataTestSupport
 import Testing
 
 @testable import Strata
-
-/// How much work the load tests do: 1 in a normal run; `STRATA_STRESS=N` multiplies the rounds
-/// (the longer mode for measurements).
-let stressFactor = max(1, Int(ProcessInfo.processInfo.environment["STRATA_STRESS"] ?? "") ?? 1)
 
 /// One request of a load test as the client saw it.
 struct HistoryEvent: Sendable {

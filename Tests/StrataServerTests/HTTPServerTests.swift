@@ -1,7 +1,9 @@
 import Dispatch
 import Foundation
 import Strata
+import StrataHTTP
 import StrataServer
+import StrataTestSupport
 import Testing
 
 #if canImport(Glibc)

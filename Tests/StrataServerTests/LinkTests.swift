@@ -1,4 +1,5 @@
 import StrataServer
+import StrataTestSupport
 import Testing
 
 @Test func linksLibmicrohttpd() {

@@ -1,4 +1,6 @@
 import Foundation
+import StrataHTTP
+import StrataTestSupport
 import Testing
 
 @testable import Strata
@@ -68,7 +70,7 @@ final class StrataProcess: @unchecked Sendable {
 
 @Suite(.serialized) struct ProcessTests {
     @Test func sigtermKeepsAcknowledgedWritesAndExitsZero() throws {
-        let folder = TemporaryFolder()
+        let folder = TemporaryDirectory()
         let server = try StrataProcess(["serve", "--port", "0", "--data-dir", folder.url.path])
         let port = try #require(server.port(), "\(server.stderr.current)")
         let client = TestClient(port: port)
@@ -96,7 +98,7 @@ final class StrataProcess: @unchecked Sendable {
     }
 
     @Test func badOptionsAndModelsExitWithOneClearMessage() throws {
-        let folder = TemporaryFolder()
+        let folder = TemporaryDirectory()
         let cases: [([String], String)] = [
             (["serve", "--port", "eighty"], "--port must be a number"),
             (["serve", "--colour", "red"], "unknown option '--colour'"),
@@ -131,7 +133,7 @@ final class StrataProcess: @unchecked Sendable {
     }
 
     @Test func storesAndModelsFromOptions() throws {
-        let folder = TemporaryFolder()
+        let folder = TemporaryDirectory()
         let server = try StrataProcess(
             [
                 "serve", "--port", "0", "--store", "Default=sqlite:\(folder.file("one.sqlite").path)", "--log-format",

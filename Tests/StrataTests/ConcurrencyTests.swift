@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import StrataTestSupport
 import Testing
 
 @testable import Strata

@@ -1,24 +1,9 @@
 import Dispatch
 import Foundation
+import StrataTestSupport
 import Testing
 
 @testable import Strata
-
-/// How much work the load tests do: 1 in a normal run; `STRATA_STRESS=N` multiplies the rounds.
-private let stressFactor = max(1, Int(ProcessInfo.processInfo.environment["STRATA_STRESS"] ?? "") ?? 1)
-
-/// Runs `body` on `count` real threads at once and waits for all of them.
-private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
-    let group = DispatchGroup()
-    for index in 0..<count {
-        group.enter()
-        Thread {
-            body(index)
-            group.leave()
-        }.start()
-    }
-    group.wait()
-}
 
 private let plainSaves = Locked(())
 

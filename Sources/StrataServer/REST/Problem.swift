@@ -1,4 +1,5 @@
 import Strata
+import StrataHTTP
 
 /// An RFC 9457 problem: every error the server answers with, rendered as
 /// `application/problem+json`.

@@ -1,4 +1,5 @@
 import Strata
+import StrataHTTP
 
 extension RESTService {
     /// The most operations one batch may hold.

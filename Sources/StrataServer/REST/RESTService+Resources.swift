@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataHTTP
 
 extension RESTService {
     // MARK: - Reading

@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataHTTP
 
 /// The REST API over one model's stack: every entity becomes a resource; every request runs in its
 /// own child context of one root context, whose save routes each object to its configuration's

@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataHTTP
 
 /// A running `strata serve`: the HTTP server, the stores and the REST service.
 ///

@@ -1,5 +1,4 @@
 import CMicroHTTPD
-import Strata
 import Synchronization
 
 /// How an ``HTTPServer`` runs the handler of a complete request.
@@ -51,10 +50,8 @@ public final class HTTPResponder: Sendable {
 
     private func deliver(_ response: HTTPResponse) {
         suspended.pending.response = response
-        context.counters.withLock {
-            $0.inHandler -= 1
-            $0.suspended -= 1
-        }
+        context.counters.add(context.counters.inHandler, -1)
+        context.counters.add(context.counters.suspended, -1)
         MHD_resume_connection(suspended.connection)
     }
 }

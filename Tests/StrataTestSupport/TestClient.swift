@@ -6,22 +6,40 @@ import Strata
 #endif
 
 /// A response as the test client read it.
-struct ClientResponse {
-    var status: Int
-    var headers: [String: String]
-    var body: [UInt8]
+public struct ClientResponse: Sendable {
+    /// The status code.
+    public var status: Int
+    /// The headers, by lowercased name.
+    public var headers: [String: String]
+    /// The body.
+    public var body: [UInt8]
 
-    var text: String { String(decoding: body, as: UTF8.self) }
-    var json: JSONValue { (try? JSONValue.parse(body)) ?? .null }
-    func header(_ name: String) -> String? { headers[name.lowercased()] }
+    /// Creates a response.
+    public init(status: Int, headers: [String: String], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The body as UTF-8 text.
+    public var text: String { String(decoding: body, as: UTF8.self) }
+    /// The body parsed as JSON (null when it is not JSON).
+    public var json: JSONValue { (try? JSONValue.parse(body)) ?? .null }
+    /// A header by name, in any case.
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
 }
 
 /// A blocking HTTP/1.1 client over a plain socket, one connection per request, so tests control
 /// every byte they send (invalid UTF-8, wrong lengths, odd headers).
-struct TestClient {
-    let port: UInt16
+public struct TestClient: Sendable {
+    /// The server's loopback port.
+    public let port: UInt16
 
-    func send(
+    /// A client of the server on `port`.
+    public init(port: UInt16) { self.port = port }
+
+    /// Sends a request with a raw body.
+    public func send(
         _ method: String, _ target: String, body: [UInt8]? = nil, headers: [String: String] = [:]
     ) throws -> ClientResponse {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
@@ -37,14 +55,15 @@ struct TestClient {
         return try exchange(Array(head.utf8) + (body ?? []))
     }
 
-    func send(_ method: String, _ target: String, json: String, headers: [String: String] = [:]) throws
+    /// Sends a request with a JSON body.
+    public func send(_ method: String, _ target: String, json: String, headers: [String: String] = [:]) throws
         -> ClientResponse
     {
         try send(method, target, body: Array(json.utf8), headers: headers)
     }
 
     /// Sends raw bytes and reads one response until the server closes or the body is complete.
-    func exchange(_ bytes: [UInt8]) throws -> ClientResponse {
+    public func exchange(_ bytes: [UInt8]) throws -> ClientResponse {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestClientError("socket failed") }
         defer { close(fd) }
@@ -104,7 +123,9 @@ struct TestClient {
     }
 }
 
-struct TestClientError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+public struct TestClientError: Error, CustomStringConvertible {
+    /// What went wrong.
+    public var description: String
+    /// Creates an error.
+    public init(_ description: String) { self.description = description }
 }

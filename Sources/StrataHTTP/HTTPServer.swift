@@ -1,5 +1,5 @@
 import CMicroHTTPD
-import Strata
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -31,10 +31,10 @@ public final class HTTPServer: Sendable {
     private let tooLarge: @Sendable (HTTPRequest) -> HTTPResponse
     private let dispatch: @Sendable (HTTPRequest) -> HTTPDispatch
     private let deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)?
-    private let counters = Locked(HTTPServerCounters())
-    private let boundPort = Locked<UInt16>(0)
+    private let counters = HTTPServerCounters()
+    private let boundPort = Atomic<UInt16>(0)
     /// The running daemon; held for the whole of `start()` and `stop()` so they never overlap.
-    private let daemon = Locked<RunningDaemon?>(nil)
+    private let daemon = Mutex<RunningDaemon?>(nil)
 
     /// Prepares a server; nothing listens until ``start()``.
     /// - Parameters:
@@ -90,18 +90,18 @@ public final class HTTPServer: Sendable {
                 let reason = messages.isEmpty ? "libmicrohttpd could not start" : messages.joined(separator: "; ")
                 throw HTTPServerError("cannot listen on \(configuration.host) port \(configuration.port): \(reason)")
             }
-            counters.withLock { $0.stopping = false }
-            boundPort.withLock { $0 = cmhd_daemon_port(started) }
+            counters.stopping.store(false, ordering: .relaxed)
+            boundPort.store(cmhd_daemon_port(started), ordering: .releasing)
             running = RunningDaemon(handle: started, context: retained)
         }
     }
 
     /// The port the server is bound to after ``start()`` (the one picked when configured with 0);
     /// 0 before.
-    public var port: UInt16 { boundPort.withLock { $0 } }
+    public var port: UInt16 { boundPort.load(ordering: .acquiring) }
 
     /// The number of requests currently inside the handler (or the `tooLarge` builder).
-    public var activeRequests: Int { counters.withLock { $0.inHandler } }
+    public var activeRequests: Int { counters.value(counters.inHandler) }
 
     /// Stops the server: new connections are refused at once, requests in flight finish and get
     /// their responses (with `Connection: close`) for up to `shutdownGraceSeconds`, then every
@@ -110,19 +110,19 @@ public final class HTTPServer: Sendable {
         daemon.withLock { running in
             guard let current = running else { return }
             running = nil
-            counters.withLock { $0.stopping = true }
+            counters.stopping.store(true, ordering: .relaxed)
             let listener = MHD_quiesce_daemon(current.handle)
             // Quiescing only stops accepting; shutting the socket down makes the kernel refuse
             // new connections instead of queueing them in the backlog. It is closed after
             // `MHD_stop_daemon`, as libmicrohttpd asks.
             if listener >= 0 { _ = shutdown(listener, Int32(SHUT_RDWR)) }
             let deadline = Self.nowNanoseconds() + UInt64(max(0, configuration.shutdownGraceSeconds)) * 1_000_000_000
-            while counters.withLock({ $0.inFlight }) > 0 && Self.nowNanoseconds() < deadline {
+            while counters.value(counters.inFlight) > 0 && Self.nowNanoseconds() < deadline {
                 usleep(5_000)
             }
             // libmicrohttpd must not be stopped while a connection is suspended: a handler still
             // running past the grace period is waited for (its response then fails to send).
-            while counters.withLock({ $0.suspended }) > 0 { usleep(5_000) }
+            while counters.value(counters.suspended) > 0 { usleep(5_000) }
             MHD_stop_daemon(current.handle)
             if listener >= 0 { _ = close(listener) }
             current.context.takeUnretainedValue().pool.shutdown()

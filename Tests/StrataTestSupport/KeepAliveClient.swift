@@ -8,12 +8,14 @@ import Strata
 /// An HTTP/1.1 client over one kept-alive connection, for load tests: many requests on one socket,
 /// as a browser or a generated client sends them. Reconnects when the server closed the connection.
 /// Not thread-safe: one per thread.
-final class KeepAliveClient {
-    let port: UInt16
+public final class KeepAliveClient {
+    /// The server's loopback port.
+    public let port: UInt16
     private var fd: Int32 = -1
     private var pending: [UInt8] = []
 
-    init(port: UInt16) { self.port = port }
+    /// A client of the server on `port`; it connects on first use.
+    public init(port: UInt16) { self.port = port }
 
     deinit { disconnect() }
 
@@ -48,7 +50,7 @@ final class KeepAliveClient {
 
     /// Sends one request and reads its response; retries once on a fresh connection when the kept
     /// connection turns out closed before any response byte arrived.
-    func send(_ method: String, _ target: String, json: String? = nil, headers: [String: String] = [:]) throws
+    public func send(_ method: String, _ target: String, json: String? = nil, headers: [String: String] = [:]) throws
         -> ClientResponse
     {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
@@ -116,19 +118,4 @@ final class KeepAliveClient {
             ClientResponse(status: status, headers: headers, body: Array(bytes[start..<start + length])), start + length
         )
     }
-}
-
-/// Runs `body` on `count` threads at once (real threads, so blocking calls overlap) and waits.
-func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
-    let group = DispatchGroup()
-    for index in 0..<count {
-        group.enter()
-        let thread = Thread {
-            body(index)
-            group.leave()
-        }
-        thread.stackSize = 1 << 20
-        thread.start()
-    }
-    group.wait()
 }

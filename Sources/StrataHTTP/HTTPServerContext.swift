@@ -1,16 +1,21 @@
 import CMicroHTTPD
-import Strata
+import Synchronization
 
-/// Counts shared by an ``HTTPServer`` and the daemon it runs.
-struct HTTPServerCounters {
+/// Counts shared by an ``HTTPServer`` and the daemon it runs, touched on every request: atomics,
+/// so the polling threads never wait for one another over them.
+final class HTTPServerCounters: Sendable {
     /// Requests currently inside the handler or the `tooLarge` builder.
-    var inHandler = 0
+    let inHandler = Atomic<Int>(0)
     /// Requests whose headers arrived and whose completion libmicrohttpd has not yet reported.
-    var inFlight = 0
+    let inFlight = Atomic<Int>(0)
     /// Connections suspended until a pool thread's handler or a deferred handler answers them.
-    var suspended = 0
+    let suspended = Atomic<Int>(0)
     /// Set by `stop()`: responses then carry `Connection: close`.
-    var stopping = false
+    let stopping = Atomic<Bool>(false)
+
+    func add(_ counter: borrowing Atomic<Int>, _ delta: Int) { counter.wrappingAdd(delta, ordering: .relaxed) }
+    func value(_ counter: borrowing Atomic<Int>) -> Int { counter.load(ordering: .relaxed) }
+    var isStopping: Bool { stopping.load(ordering: .relaxed) }
 }
 
 /// What one running daemon needs in its callbacks; passed to libmicrohttpd as `cls`, retained
@@ -23,16 +28,16 @@ final class HTTPServerContext: Sendable {
     let maxBodyBytes: Int
     /// Runs the handlers that do not answer inline.
     let pool: HandlerPool
-    let counters: Locked<HTTPServerCounters>
+    let counters: HTTPServerCounters
     /// libmicrohttpd's error messages while the daemon starts; `nil` once it runs.
-    private let startupMessages = Locked<[String]?>([])
+    private let startupMessages = Mutex<[String]?>([])
 
     init(
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
         tooLarge: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
         dispatch: @escaping @Sendable (HTTPRequest) -> HTTPDispatch,
         deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)?, maxBodyBytes: Int, pool: HandlerPool,
-        counters: Locked<HTTPServerCounters>
+        counters: HTTPServerCounters
     ) {
         self.handler = handler
         self.tooLarge = tooLarge
@@ -54,7 +59,7 @@ final class HTTPServerContext: Sendable {
         guard let existing = state.pointee else {
             let pending = PendingRequest(HTTPConnection.request(connection, url: url, method: method))
             state.pointee = Unmanaged.passRetained(pending).toOpaque()
-            counters.withLock { $0.inFlight += 1 }
+            counters.add(counters.inFlight, 1)
             // Answering now (rather than on the second call) makes libmicrohttpd close the
             // connection, which is what we want: the body that follows is never read.
             if let declared = pending.request.headers["content-length"].flatMap(Int.init) {
@@ -93,24 +98,19 @@ final class HTTPServerContext: Sendable {
     private func respond(to pending: PendingRequest, on connection: OpaquePointer) -> MHD_Result {
         if let response = pending.response {
             pending.response = nil
-            return HTTPConnection.queue(response, on: connection, closing: counters.withLock { $0.stopping })
+            return HTTPConnection.queue(response, on: connection, closing: counters.isStopping)
         }
         guard !pending.answered else { return .YES }
         pending.answered = true
         let mode = pending.exceeded ? .inline : dispatch(pending.request)
         if case .inline = mode {
-            counters.withLock { $0.inHandler += 1 }
+            counters.add(counters.inHandler, 1)
             let response = pending.exceeded ? tooLarge(pending.request) : handler(pending.request)
-            let closing = counters.withLock { counters in
-                counters.inHandler -= 1
-                return counters.stopping
-            }
-            return HTTPConnection.queue(response, on: connection, closing: closing)
+            counters.add(counters.inHandler, -1)
+            return HTTPConnection.queue(response, on: connection, closing: counters.isStopping)
         }
-        counters.withLock {
-            $0.suspended += 1
-            $0.inHandler += 1
-        }
+        counters.add(counters.suspended, 1)
+        counters.add(counters.inHandler, 1)
         MHD_suspend_connection(connection)
         let responder = HTTPResponder(SuspendedRequest(pending: pending, connection: connection), context: self)
         if case .deferred = mode, let deferred {
@@ -127,7 +127,7 @@ final class HTTPServerContext: Sendable {
         guard let state, let pointer = state.pointee else { return }
         state.pointee = nil
         Unmanaged<PendingRequest>.fromOpaque(pointer).release()
-        counters.withLock { $0.inFlight -= 1 }
+        counters.add(counters.inFlight, -1)
     }
 
     /// Keeps a libmicrohttpd error message while the daemon starts (to explain a failure);
