@@ -2,7 +2,7 @@ import Foundation
 
 extension StoreCoordinator {
     /// Splits a single-file store (every entity in one file, as an older version of an app kept it)
-    /// into one SQLite store per configuration of the model, then attaches the new stores.
+    /// into one store of its kind per configuration of the model, then attaches the new stores.
     ///
     /// See ``StoreSplitter`` for how the split copies, resumes and verifies. Object primary keys,
     /// versions and relationships are kept; each new store gets a new UUID. The source is only read.
@@ -40,11 +40,12 @@ extension StoreCoordinator {
                     storeURL: url)
             }
         }
-        let report = try StoreSplitter.split(
+        let kind = try StoreSplitter.sourceKind(source)
+        let report = try kind.split(
             model: model, source: source, targets: targets, options: options, progress: progress)
         let descriptions = model.configurations.compactMap { configuration in
             targets[configuration.name].map {
-                StoreDescription(type: .sqlite, configuration: configuration.name, url: $0, options: storeOptions)
+                StoreDescription(type: kind.type, configuration: configuration.name, url: $0, options: storeOptions)
             }
         }
         try addStores(descriptions)

@@ -45,9 +45,9 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// Adding a URL that is already attached for the same configuration returns the store already
     /// attached; for another configuration it is a `.duplicateStore` error naming both.
     /// - Parameters:
-    ///   - type: SQLite or in-memory.
+    ///   - type: the kind of store (SQLite, in-memory).
     ///   - configuration: the configuration to hold; nil or `"Default"` for every entity.
-    ///   - url: the file (required for SQLite).
+    ///   - url: where it lives (the file, for SQLite).
     ///   - options: durability and read-only.
     /// - Throws: ``StoreError``.
     @discardableResult
@@ -64,14 +64,7 @@ public final class StoreCoordinator: @unchecked Sendable {
             }
             return existing
         }
-        let store: any PersistentStore
-        switch type {
-        case .sqlite:
-            guard let url else { throw StoreError(.invalidRequest, "an SQLite store needs a file URL") }
-            store = try SQLiteStore(model: model, configuration: configuration, url: url, options: options)
-        case .inMemory:
-            store = try InMemoryStore(model: model, configuration: configuration, url: url, options: options)
-        }
+        let store = try type.kind.open(model: model, configuration: configuration, url: url, options: options)
         try add(store)
         return store
     }

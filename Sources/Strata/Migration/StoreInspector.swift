@@ -27,45 +27,11 @@ public struct StoreInspection: Sendable {
     public var plan: MigrationPlan?
 }
 
-/// Reads a store's metadata and contents without changing a byte, and dry-runs a migration.
-public enum StoreInspector {
-    /// Inspects the SQLite store at `url`.
-    /// - Parameters:
-    ///   - model: a model to check the store against, if any.
-    ///   - history: earlier versions of the model, oldest first, for a multi-step migration.
-    /// - Throws: ``StoreError``: `.io` for a missing or unreadable file, `.incompatibleModel` for a
-    ///   file that is not a Strata store.
-    public static func inspect(_ url: URL, model: ObjectModel? = nil, history: [ObjectModel] = []) throws(StoreError)
-        -> StoreInspection
-    {
-        let file = try ReadOnlySQLiteFile(url: url)
-        guard let values = file.metadataValues() else {
-            throw StoreError(.incompatibleModel, "the file is not a Strata store", storeURL: url)
-        }
-        let metadata = try SQLiteStore.metadata(from: values, url: url)
-        var recordedName: String?
-        if let text = values["model"], case .object(let object)? = try? JSONValue.parse(text) {
-            recordedName = object["name"]?.stringValue
-        }
-        var inspection = StoreInspection(
-            url: url, metadata: metadata, format: values["format"], recordedModelName: recordedName, rowCounts: [:],
-            joinTableRows: [:], splitState: values[SQLiteStore.splitStateKey],
-            splitSource: values[SQLiteStore.splitSourceKey])
-        let tables =
-            (try? file.query(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name", [],
-                { $0.text(0) })) ?? []
-        for table in tables where table != SQLiteStore.metadataTable {
-            let quoted = SQLiteSchema.quote(table)
-            if table.hasPrefix("_join_") {
-                inspection.joinTableRows[table] = Int(
-                    (try? file.query("SELECT count(*) FROM \(quoted)", [], { $0.int64(0) }))?.first ?? 0)
-            } else if let counts = try? file.query(
-                "SELECT \"_entity\", count(*) FROM \(quoted) GROUP BY \"_entity\"", [], { ($0.text(0), $0.int64(1)) })
-            {
-                for (entity, count) in counts { inspection.rowCounts[entity, default: 0] += Int(count) }
-            }
-        }
+extension StoreInspection {
+    /// The inspection with the counts of entities that hold no objects filled in, and checked
+    /// against `model` with `plan` (what a migration to it would do), when a model is given.
+    func completed(with model: ObjectModel?, plan: MigrationPlan?) -> StoreInspection {
+        var inspection = self
         for entity in metadata.entityHashes.keys where inspection.rowCounts[entity] == nil {
             inspection.rowCounts[entity] = 0
         }
@@ -76,14 +42,30 @@ public enum StoreInspector {
                 "the model has no configuration '\(metadata.configuration ?? ObjectModel.defaultConfiguration)'"
             return inspection
         }
-        if hashes == metadata.entityHashes {
-            inspection.isCompatible = true
-            return inspection
-        }
-        inspection.isCompatible = false
-        inspection.plan = SQLiteMigrator.plan(
-            values: values, storedHashes: metadata.entityHashes, configuration: metadata.configuration, model: model,
-            history: history, url: url)
+        inspection.isCompatible = hashes == metadata.entityHashes
+        if inspection.isCompatible == false { inspection.plan = plan }
         return inspection
+    }
+}
+
+/// Reads a store's metadata and contents without changing a byte, and dry-runs a migration,
+/// through the kind of store it is (see ``StoreKind/inspect(_:model:history:)``).
+public enum StoreInspector {
+    /// Inspects the store at `url`.
+    /// - Parameters:
+    ///   - model: a model to check the store against, if any.
+    ///   - history: earlier versions of the model, oldest first, for a multi-step migration.
+    /// - Throws: ``StoreError``: `.io` for a missing or unreadable file, `.incompatibleModel` for a
+    ///   file that is not a Strata store.
+    public static func inspect(_ url: URL, model: ObjectModel? = nil, history: [ObjectModel] = []) throws(StoreError)
+        -> StoreInspection
+    {
+        guard let kind = StoreType.kind(recognizing: url) else {
+            guard FileManager.default.fileExists(atPath: url.path) else {
+                throw StoreError(.io, "no such file", storeURL: url)
+            }
+            throw StoreError(.incompatibleModel, "the file is not a Strata store", storeURL: url)
+        }
+        return try kind.inspect(url, model: model, history: history)
     }
 }

@@ -1,7 +1,21 @@
 import CSQLite
 import Foundation
 
-/// One SQLite connection handle, with a cache of prepared statements.
+/// How a connection opens its file.
+enum SQLiteOpenMode: Sendable, Hashable {
+    /// Read and write; the file is created when missing.
+    case readWrite
+    /// Read only (SQLite may still create the `-shm` index next to a WAL-mode file).
+    case readOnly
+    /// Read only, and nothing written next to the file either: `immutable=1` when there is no
+    /// write-ahead log to read (no locks, no `-wal` or `-shm` made), `mode=ro` when there is one
+    /// (committed transactions still in the WAL must be read). For `split` and `inspect`, which
+    /// leave their source's bytes as they are; the file must not change while it is open.
+    case snapshot
+}
+
+/// One SQLite connection handle, with a cache of prepared statements: the one owner of `sqlite3`
+/// handles in Strata (every statement belongs to one connection and is finalized with it).
 ///
 /// Not thread-safe: its owner serializes access (the store keeps one writer behind a lock and
 /// hands reader connections out one caller at a time).
@@ -16,12 +30,33 @@ final class SQLiteConnection {
         return true
     }()
 
-    /// Opens (and creates, unless `readOnly`) the database at `path`.
-    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+    /// Opens the database at `path` (created when missing, unless `readOnly`).
+    convenience init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        try self.init(path: path, mode: readOnly ? .readOnly : .readWrite)
+    }
+
+    /// Opens the database at `path` in `mode`.
+    /// - Throws: ``SQLiteError``; for `.snapshot`, also when the file is missing or not a database.
+    init(path: String, mode: SQLiteOpenMode) throws(SQLiteError) {
         _ = Self.configured
         var db: OpaquePointer?
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
-        let status = sqlite3_open_v2(path, &db, flags, nil)
+        let status: Int32
+        switch mode {
+        case .readWrite:
+            status = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        case .readOnly:
+            status = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        case .snapshot:
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw SQLiteError(code: SQLiteResultCode.cantOpen.rawValue, message: "no such file")
+            }
+            let walSize =
+                (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue ?? 0
+            let uri =
+                "file:" + Self.uriEncoded(URL(fileURLWithPath: path).standardizedFileURL.path)
+                + (walSize > 0 ? "?mode=ro" : "?mode=ro&immutable=1")
+            status = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nil)
+        }
         guard status == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let db { sqlite3_close_v2(db) }
@@ -32,6 +67,27 @@ final class SQLiteConnection {
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, 10_000)
         SQLiteFunctions.register(on: db)
+        if mode == .snapshot {
+            // Opening is lazy: read the schema now so a file that is not a database fails here.
+            let statement = try statement("SELECT count(*) FROM sqlite_master")
+            defer { statement.reset() }
+            _ = try statement.step()
+        }
+    }
+
+    /// Percent-encodes the characters a URI path cannot hold as they are.
+    private static func uriEncoded(_ path: String) -> String {
+        let digits = Array("0123456789ABCDEF".utf8)
+        var result: [UInt8] = []
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#"), 0..<0x21, 0x7f...0xff:
+                result += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0xf)]]
+            default:
+                result.append(byte)
+            }
+        }
+        return String(decoding: result, as: UTF8.self)
     }
 
     deinit {
@@ -123,94 +179,3 @@ enum SQLiteValue: Sendable, Hashable {
     case text(String)
     case blob(Data)
 }
-
-/// A prepared statement, owned by its connection's cache.
-final class SQLiteStatement {
-    let handle: OpaquePointer
-    let sql: String
-    unowned let connection: SQLiteConnection
-
-    init(_ handle: OpaquePointer, connection: SQLiteConnection, sql: String) {
-        self.handle = handle
-        self.connection = connection
-        self.sql = sql
-    }
-
-    deinit { sqlite3_finalize(handle) }
-
-    func reset() {
-        sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
-    }
-
-    func bind(_ values: [SQLiteValue]) throws(SQLiteError) {
-        for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
-    }
-
-    /// Binds one value to parameter `index` (1-based).
-    func bind(_ value: SQLiteValue, at index: Int32) throws(SQLiteError) {
-        let status: Int32
-        switch value {
-        case .null: status = sqlite3_bind_null(handle, index)
-        case .integer(let i): status = sqlite3_bind_int64(handle, index, i)
-        case .real(let d): status = sqlite3_bind_double(handle, index, d)
-        case .text(let s):
-            // An explicit byte count keeps text with NUL characters whole.
-            var text = s
-            status = text.withUTF8 { bytes in
-                guard let base = bytes.baseAddress, !bytes.isEmpty else {
-                    return sqlite3_bind_text(handle, index, "", 0, nil)
-                }
-                return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                    sqlite3_bind_text(handle, index, $0, Int32(bytes.count), csqlite_transient())
-                }
-            }
-        case .blob(let data):
-            status = data.withUnsafeBytes { bytes in
-                sqlite3_bind_blob64(
-                    handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), UInt64(bytes.count),
-                    csqlite_transient())
-            }
-        }
-        guard status == SQLITE_OK else { throw connection.error(sql: sql, code: status) }
-    }
-
-    /// Binds `arguments`, maps every row, and resets the statement.
-    func rows<T>(_ arguments: [SQLiteValue], _ map: (SQLiteStatement) throws -> T) throws -> [T] {
-        defer { reset() }
-        try bind(arguments)
-        var rows: [T] = []
-        while try step() { rows.append(try map(self)) }
-        return rows
-    }
-
-    /// Steps once: true when a row is available.
-    func step() throws(SQLiteError) -> Bool {
-        let status = sqlite3_step(handle)
-        switch status {
-        case SQLITE_ROW: return true
-        case SQLITE_DONE: return false
-        default:
-            let error = connection.error(sql: sql)
-            sqlite3_reset(handle)
-            throw error
-        }
-    }
-
-    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
-    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
-    func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
-    func text(_ column: Int32) -> String {
-        guard let pointer = sqlite3_column_text(handle, column) else { return "" }
-        let count = Int(sqlite3_column_bytes(handle, column))
-        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
-    }
-    func blob(_ column: Int32) -> Data {
-        let count = Int(sqlite3_column_bytes(handle, column))
-        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return Data() }
-        return Data(bytes: pointer, count: count)
-    }
-}
-
-/// The number of columns of a statement's result.
-func sqlite3ColumnCount(_ statement: SQLiteStatement) -> Int32 { sqlite3_column_count(statement.handle) }

@@ -193,6 +193,31 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         }
     }
 
+    /// A connection that reads the store file at `url` without changing it or anything next to it
+    /// (see ``SQLiteOpenMode/snapshot``).
+    /// - Throws: `.io` when the file is missing or not an SQLite database.
+    static func snapshot(of url: URL) throws(StoreError) -> SQLiteConnection {
+        do {
+            return try SQLiteConnection(path: url.path, mode: .snapshot)
+        } catch {
+            let reason =
+                error.resultCode == .cantOpen && error.message == "no such file" ? "no such file" : error.message
+            throw StoreError(.io, "cannot read the file: \(reason)", storeURL: url, underlying: error)
+        }
+    }
+
+    /// The metadata table's keys and values; nil when the database has no Strata metadata table.
+    static func metadataValues(in db: SQLiteConnection) -> [String: String]? {
+        guard
+            let exists = try? db.query(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(metadataTable)],
+                { $0.int64(0) }),
+            exists.first == 1,
+            let pairs = try? db.query("SELECT key, value FROM \(metadataTable)", [], { ($0.text(0), $0.text(1)) })
+        else { return nil }
+        return Dictionary(pairs, uniquingKeysWith: { _, last in last })
+    }
+
     /// The store's metadata from the metadata table's values.
     /// - Throws: `.incompatibleModel` when a required key is missing.
     static func metadata(from values: [String: String], url: URL) throws(StoreError) -> StoreMetadata {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A store in process memory with the same semantics as ``SQLiteStore``: the same IDs, versions,
+/// A store in process memory with the same semantics as the SQLite store: the same IDs, versions,
 /// uniqueness rules, relationship storage, predicate results and sort order. It passes the same
 /// conformance suite. Its contents are gone when it is released.
 public final class InMemoryStore: PersistentStore, @unchecked Sendable {

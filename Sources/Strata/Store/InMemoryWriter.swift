@@ -169,7 +169,7 @@ struct InMemoryWriter {
                     for field in group {
                         if let value = candidate.attributes[field] {
                             if value.isNull { return nil }
-                            parts.append(SQLiteSchema.encode(value).uniquenessKey)
+                            parts.append(value.uniquenessKey)
                         } else if let object = candidate.toOne[field] {
                             guard let object, let pk = object.primaryKey else { return nil }
                             parts.append("i:\(pk)")
@@ -192,16 +192,25 @@ struct InMemoryWriter {
     }
 }
 
-extension SQLiteValue {
-    /// A text key that is equal exactly when SQLite would consider two stored values equal in an index.
+extension AttributeValue {
+    /// A text key that is equal exactly when two stored values are equal in a unique index, as the
+    /// SQLite store compares them: numbers by value (an integral double equals the integer),
+    /// text byte-wise ("é" precomposed and decomposed differ), decimals, UUIDs and JSON by the text
+    /// they are stored as, dates by microsecond.
     var uniquenessKey: String {
+        func number(_ d: Double) -> String { d == d.rounded() && abs(d) < 9e15 ? "n:\(Int64(d))" : "n:\(d)" }
+        func text(_ s: String) -> String { "t:" + Data(s.utf8).base64EncodedString() }
         switch self {
-        case .null: "null"
-        case .integer(let i): "n:\(i)"
-        case .real(let d): d == d.rounded() && abs(d) < 9e15 ? "n:\(Int64(d))" : "n:\(d)"
-        // Byte-wise, as SQLite compares text: "é" precomposed and decomposed are different values.
-        case .text(let s): "t:" + Data(s.utf8).base64EncodedString()
-        case .blob(let data): "b:\(data.base64EncodedString())"
+        case .null: return "null"
+        case .integer(let i): return "n:\(i)"
+        case .double(let d): return number(d)
+        case .boolean(let b): return b ? "n:1" : "n:0"
+        case .date(let date): return "n:\(AttributeValue.microseconds(of: date))"
+        case .string(let s), .uri(let s): return text(s)
+        case .decimal(let d): return text(d.description)
+        case .uuid(let uuid): return text(uuid.uuidString.lowercased())
+        case .json(let json): return text(json.jsonText)
+        case .binary(let data): return "b:\(data.base64EncodedString())"
         }
     }
 }

@@ -65,7 +65,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var fields: [String]
     /// The objects whose versions conflicted.
     public var conflicts: [VersionConflict]
-    /// The underlying error (a ``SQLiteError``, say).
+    /// The underlying error (the database's own, say).
     public var underlying: (any Error & Sendable)?
 
     /// Creates an error.

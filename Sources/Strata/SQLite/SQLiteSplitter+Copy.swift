@@ -1,12 +1,11 @@
-import CSQLite
 import Foundation
 
 /// Copying rows in chunked, resumable transactions.
-extension StoreSplitter {
+extension SQLiteSplitter {
     /// Copies up to `chunkSize` rows of `table` after the last copied key, in one transaction.
     /// - Returns: the rows copied.
     static func copyChunk(
-        _ table: SQLiteSchema.Table, target: Target, source: ReadOnlySQLiteFile, sourceSchema: SQLiteSchema,
+        _ table: SQLiteSchema.Table, target: Target, source: SQLiteConnection, sourceSchema: SQLiteSchema,
         last: inout [String: JSONValue], chunkSize: Int
     ) throws(StoreError) -> Int {
         let db = target.db!
@@ -19,7 +18,7 @@ extension StoreSplitter {
         let list = columns.joined(separator: ", ")
         var count = 0
         do {
-            let select = try source.prepare(
+            let select = try source.statement(
                 "SELECT \(list) FROM \(quote(table.name))\(filter) ORDER BY \"_pk\" LIMIT ?")
             try select.bind(arguments)
             try db.execute("BEGIN IMMEDIATE")
@@ -28,11 +27,7 @@ extension StoreSplitter {
             )
             let width = Int32(columns.count)
             while try select.step() {
-                for column in 0..<width {
-                    sqlite3_bind_value(insert.handle, column + 1, sqlite3_column_value(select.handle, column))
-                }
-                _ = try insert.step()
-                sqlite3_reset(insert.handle)
+                try insert.copyRow(of: select, columns: width)
                 after = select.int64(0)
                 count += 1
             }
@@ -51,7 +46,7 @@ extension StoreSplitter {
 
     /// Copies up to `chunkSize` pairs of a join table after the last copied pair, in one transaction.
     static func copyJoinChunk(
-        _ join: JoinTableDescription, target: Target, source: ReadOnlySQLiteFile, last: inout [String: JSONValue],
+        _ join: JoinTableDescription, target: Target, source: SQLiteConnection, last: inout [String: JSONValue],
         chunkSize: Int
     ) throws(StoreError) -> Int {
         let db = target.db!
@@ -63,7 +58,7 @@ extension StoreSplitter {
         }
         var count = 0
         do {
-            let select = try source.prepare(
+            let select = try source.statement(
                 "SELECT \"source\", \"target\", \"position\" FROM \(quote(join.name)) WHERE (\"source\", \"target\") > (?, ?) ORDER BY \"source\", \"target\" LIMIT ?"
             )
             try select.bind([.integer(after.0), .integer(after.1), .integer(Int64(chunkSize))])
@@ -71,11 +66,7 @@ extension StoreSplitter {
             let insert = try db.statement(
                 "INSERT INTO \(quote(join.name)) (\"source\", \"target\", \"position\") VALUES (?, ?, ?)")
             while try select.step() {
-                for column in Int32(0)..<3 {
-                    sqlite3_bind_value(insert.handle, column + 1, sqlite3_column_value(select.handle, column))
-                }
-                _ = try insert.step()
-                sqlite3_reset(insert.handle)
+                try insert.copyRow(of: select, columns: 3)
                 after = (select.int64(0), select.int64(1))
                 count += 1
             }

@@ -1,33 +1,26 @@
-import CSQLite
 import Foundation
 
 /// Row counts and checksums that verify a split.
-extension StoreSplitter {
+extension SQLiteSplitter {
     /// Row counts and checksums per group of a query's rows; `groupColumn` names the group of each
     /// row (the entity), nil puts every row in `name`.
-    static func digest(
-        _ handle: OpaquePointer, step: () throws(SQLiteError) -> Bool, groupColumn: Bool, name: String
-    ) throws(SQLiteError) -> [String: (rows: Int, hasher: SHA256)] {
+    static func digest(_ statement: SQLiteStatement, groupColumn: Bool, name: String) throws(SQLiteError)
+        -> [String: (rows: Int, hasher: SHA256)]
+    {
         // Per group (entity): its row count and its rows' digests, in order.
         var digests: [String: [UInt64]] = [:]
         var currentName = name
         var current: [UInt64] = []
         var currentBytes: [UInt8] = []
-        let width = sqlite3_column_count(handle)
-        while try step() {
-            if groupColumn, let text = sqlite3_column_text(handle, 0) {
-                let count = Int(sqlite3_column_bytes(handle, 0))
-                let same =
-                    count == currentBytes.count
-                    && currentBytes.withUnsafeBytes { memcmp($0.baseAddress!, text, count) == 0 }
-                if !same {
-                    if !current.isEmpty { digests[currentName, default: []] += current }
-                    currentBytes = Array(UnsafeBufferPointer(start: text, count: count))
-                    currentName = String(decoding: currentBytes, as: UTF8.self)
-                    current = digests.removeValue(forKey: currentName) ?? []
-                }
+        let width = statement.columnCount
+        while try statement.step() {
+            if groupColumn, !statement.textBytes(0, equal: currentBytes) {
+                if !current.isEmpty { digests[currentName, default: []] += current }
+                currentBytes = statement.textBytes(0)
+                currentName = String(decoding: currentBytes, as: UTF8.self)
+                current = digests.removeValue(forKey: currentName) ?? []
             }
-            current.append(rowDigest(handle, columns: width))
+            current.append(statement.rowDigest(columns: width))
         }
         if !current.isEmpty { digests[currentName, default: []] += current }
         var groups: [String: (rows: Int, hasher: SHA256)] = [:]

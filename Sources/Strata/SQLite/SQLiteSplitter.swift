@@ -1,104 +1,4 @@
-import CSQLite
 import Foundation
-
-/// How a split runs.
-public struct SplitOptions: Sendable, Hashable {
-    /// Configurations whose store is created empty instead of filled (logs and caches that are
-    /// rebuilt); each still needs a target path.
-    public var skip: Set<String>
-    /// Rows copied per transaction; a rerun after a crash continues after the last committed chunk.
-    public var chunkSize: Int
-    /// The targets' SQLite `synchronous` setting while they are written.
-    public var durability: StoreOptions.Durability
-
-    /// Creates options.
-    public init(skip: Set<String> = [], chunkSize: Int = 10_000, durability: StoreOptions.Durability = .full) {
-        self.skip = skip
-        self.chunkSize = chunkSize
-        self.durability = durability
-    }
-}
-
-/// Where a split is, for progress bars and logs.
-public struct SplitProgress: Sendable, Hashable {
-    /// What the split is doing.
-    public enum Phase: String, Sendable, Hashable {
-        /// Copying rows of `table` into the store of `configuration`.
-        case copying
-        /// Comparing row counts and checksums of `configuration`'s store with the source.
-        case verifying
-        /// Done.
-        case finished
-    }
-
-    /// What the split is doing.
-    public var phase: Phase
-    /// The configuration being written.
-    public var configuration: String
-    /// The table being copied, if any.
-    public var table: String?
-    /// Rows in the targets so far (all targets).
-    public var copiedRows: Int
-    /// Rows the targets will hold (all targets).
-    public var totalRows: Int
-
-    /// `copiedRows / totalRows`, 1 when there is nothing to copy.
-    public var fraction: Double { totalRows == 0 ? 1 : Double(copiedRows) / Double(totalRows) }
-}
-
-/// The verification of one entity (or join table) of a split: its rows in the target, and a
-/// checksum of those rows in primary-key order, equal to the source's.
-public struct SplitCheck: Sendable, Hashable, CustomStringConvertible {
-    /// The entity, or the join table's name.
-    public var name: String
-    /// The rows copied.
-    public var rows: Int
-    /// The checksum of the rows, in lowercase hex: each row gets a 64-bit digest of every column's
-    /// storage class and value; the digests are chained in key order and the chain is fed to
-    /// SHA-256 every 16 rows. It changes with any value, any row added or lost, and the order.
-    public var checksum: String
-
-    /// The check as one line.
-    public var description: String { "\(name): \(rows) rows, checksum \(checksum)" }
-}
-
-/// One store a split wrote.
-public struct SplitTargetReport: Sendable, Hashable {
-    /// The configuration it holds.
-    public var configuration: String
-    /// Its file.
-    public var url: URL
-    /// Its new UUID (primary keys are the source's).
-    public var storeIdentifier: String
-    /// Whether it was left empty (`skip`).
-    public var skipped: Bool
-    /// The verification of each entity and join table.
-    public var checks: [SplitCheck]
-}
-
-/// What a split did.
-public struct SplitReport: Sendable {
-    /// How the split ended.
-    public enum Outcome: String, Sendable, Hashable {
-        /// Split from the start in this run.
-        case split
-        /// An interrupted split finished in this run.
-        case resumed
-        /// Every target was already complete; nothing was done.
-        case alreadySplit
-    }
-
-    /// How the split ended.
-    public var outcome: Outcome
-    /// The source store's UUID.
-    public var sourceIdentifier: String
-    /// One report per configuration, in model order.
-    public var targets: [SplitTargetReport]
-    /// Rows copied in this run.
-    public var rowsCopied: Int
-    /// Wall-clock time of this run.
-    public var seconds: Double
-}
 
 /// The two halves of a verification, run on two threads.
 private final class VerificationJob: @unchecked Sendable {
@@ -138,7 +38,7 @@ private final class VerificationJob: @unchecked Sendable {
 /// indexes are built and every entity's row count and checksum (``SplitCheck/checksum``) are
 /// compared with the source's before the target is marked complete; until then ``SQLiteStore``
 /// refuses to open it.
-public enum StoreSplitter {
+enum SQLiteSplitter {
     static let progressKey = "splitProgress"
     static let verificationKey = "splitVerification"
 
@@ -177,7 +77,7 @@ public enum StoreSplitter {
     ///   configuration; `.duplicateStore` for a target that is the source or already holds another
     ///   store; `.incompatibleModel` for a source written with another model; `.io`, including a
     ///   failed verification.
-    public static func split(
+    static func split(
         model: ObjectModel, source: URL, targets: [String: URL], options: SplitOptions = SplitOptions(),
         progress: ((SplitProgress) -> Void)? = nil
     ) throws(StoreError) -> SplitReport {
@@ -220,8 +120,8 @@ public enum StoreSplitter {
         }
 
         // The source: a Default store of this model.
-        let sourceFile = try ReadOnlySQLiteFile(url: source)
-        guard let sourceValues = sourceFile.metadataValues() else {
+        let sourceFile = try SQLiteStore.snapshot(of: source)
+        guard let sourceValues = SQLiteStore.metadataValues(in: sourceFile) else {
             throw StoreError(.incompatibleModel, "the source is not a Strata store", storeURL: source)
         }
         let sourceMetadata = try SQLiteStore.metadata(from: sourceValues, url: source)
@@ -369,8 +269,8 @@ public enum StoreSplitter {
         }
         // After a crash the first commit may still be only in the write-ahead log.
         guard size(url.path) > 0 || size(url.path + "-wal") > 0 else { return }
-        let file = try ReadOnlySQLiteFile(url: url)
-        guard let values = file.metadataValues() else {
+        let file = try SQLiteStore.snapshot(of: url)
+        guard let values = SQLiteStore.metadataValues(in: file) else {
             if sqliteCount(file, "SELECT count(*) FROM sqlite_master", []) > 0 {
                 throw StoreError(
                     .duplicateStore,
@@ -458,7 +358,7 @@ public enum StoreSplitter {
         )
     }
 
-    static func sqliteCount(_ file: ReadOnlySQLiteFile, _ sql: String, _ arguments: [SQLiteValue]) -> Int {
+    static func sqliteCount(_ file: SQLiteConnection, _ sql: String, _ arguments: [SQLiteValue]) -> Int {
         Int((try? file.query(sql, arguments) { $0.int64(0) })?.first ?? 0)
     }
 
@@ -466,7 +366,7 @@ public enum StoreSplitter {
         if let db = target.db {
             return Int((try? db.query("SELECT count(*) FROM \(quote(table))") { $0.int64(0) })?.first ?? 0)
         }
-        guard let file = try? ReadOnlySQLiteFile(url: target.url) else { return 0 }
+        guard let file = try? SQLiteStore.snapshot(of: target.url) else { return 0 }
         return sqliteCount(file, "SELECT count(*) FROM \(quote(table))", [])
     }
 
@@ -486,7 +386,7 @@ public enum StoreSplitter {
 
     /// Builds the indexes, verifies the target against the source, and marks it complete, in one transaction.
     static func finish(
-        _ target: Target, source: ReadOnlySQLiteFile, sourceSchema: SQLiteSchema
+        _ target: Target, source: SQLiteConnection, sourceSchema: SQLiteSchema
     ) throws(StoreError) {
         let db = target.db!
         func sqlite<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
@@ -509,11 +409,10 @@ public enum StoreSplitter {
                 try checks(
                     target,
                     reader: { (sql, arguments, grouped, name) throws(SQLiteError) in
-                        let statement = try source.prepare(sql)
+                        let statement = try source.statement(sql)
                         try statement.bind(arguments)
-                        return try digest(
-                            statement.handle, step: { () throws(SQLiteError) in try statement.step() },
-                            groupColumn: grouped, name: name)
+                        defer { statement.reset() }
+                        return try digest(statement, groupColumn: grouped, name: name)
                     }, sourceSchema: sourceSchema)
             },
             target: { () throws(SQLiteError) in
@@ -523,9 +422,7 @@ public enum StoreSplitter {
                         let statement = try db.statement(sql)
                         try statement.bind(arguments)
                         defer { statement.reset() }
-                        return try digest(
-                            statement.handle, step: { () throws(SQLiteError) in try statement.step() },
-                            groupColumn: grouped, name: name)
+                        return try digest(statement, groupColumn: grouped, name: name)
                     }, sourceSchema: sourceSchema)
             })
         DispatchQueue.concurrentPerform(iterations: 2) { side in job.run(side) }

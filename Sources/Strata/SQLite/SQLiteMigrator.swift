@@ -70,7 +70,7 @@ enum SQLiteMigrator {
     /// Begins a transaction on `db` and applies `plan` in it, leaving it open.
     static func prepare(
         _ plan: MigrationPlan, model: ObjectModel, configuration: String?, db: SQLiteConnection, url: URL?
-    ) throws(StoreError) -> PreparedMigration {
+    ) throws(StoreError) -> SQLitePreparedMigration {
         do {
             try db.execute("BEGIN IMMEDIATE")
         } catch {
@@ -83,7 +83,7 @@ enum SQLiteMigrator {
             try? db.execute("ROLLBACK")
             throw error
         }
-        return PreparedMigration(db: db, url: url, plan: plan)
+        return SQLitePreparedMigration(db: db, url: url, plan: plan)
     }
 
     private static func quote(_ name: String) -> String { SQLiteSchema.quote(name) }
@@ -400,14 +400,14 @@ enum SQLiteMigrator {
         } catch let error as SQLiteError {
             throw error
         } catch {
-            throw SQLiteError(code: 1, message: "\(error)")
+            throw SQLiteError(code: SQLiteResultCode.error.rawValue, message: "\(error)")
         }
     }
 }
 
-/// A migration applied in an open transaction, waiting to be committed or rolled back with the
-/// other stores of its coordinator.
-final class PreparedMigration {
+/// A migration applied in an SQLite store's open transaction, waiting to be committed or rolled
+/// back with the other stores of its coordinator.
+final class SQLitePreparedMigration: PreparedMigration {
     let db: SQLiteConnection
     let url: URL?
     let plan: MigrationPlan
