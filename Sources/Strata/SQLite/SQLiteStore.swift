@@ -328,6 +328,17 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         return (0..<Int64(count)).map { ObjectID(home: home, primaryKey: first + $0) }
     }
 
+    /// The database file and its write-ahead log.
+    public var storageBytes: Int64? {
+        guard let url else { return nil }
+        var bytes: Int64 = 0
+        for suffix in ["", "-wal"] {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: url.path + suffix)
+            bytes += (attributes?[.size] as? NSNumber)?.int64Value ?? 0
+        }
+        return bytes
+    }
+
     public func close() {
         writerGate.wait()
         closed.store(true, ordering: .releasing)

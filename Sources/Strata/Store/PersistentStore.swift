@@ -181,9 +181,13 @@ public protocol PersistentStore: AnyObject, Sendable {
     func prepare(_ changes: StoreChanges) throws(StoreError) -> any PreparedSave
     /// Closes the store; later calls fail with `.closed`.
     func close()
+    /// The bytes the store takes where it lives (its files, say); nil when it does not measure them.
+    var storageBytes: Int64? { get }
 }
 
 extension PersistentStore {
+    public var storageBytes: Int64? { nil }
+
     /// The store's UUID.
     public var identifier: String { metadata.identifier }
 

@@ -16,7 +16,10 @@ struct ListQuery {
 
     /// Parses `query` for `entity`.
     /// - Throws: a 400 ``Problem`` naming the parameter.
-    init(_ query: [(name: String, value: String)], entity: String, model: ObjectModel, storeFor: (String) -> String?)
+    init(
+        _ query: [(name: String, value: String)], entity: String, model: ObjectModel,
+        objectID: (String, Int64) -> ObjectID?
+    )
         throws(Problem)
     {
         var seen: Set<String> = []
@@ -72,7 +75,7 @@ struct ListQuery {
                 guard value == "exact" else { throw Problem.badRequest("count takes only 'exact'") }
                 countExact = true
             default:
-                predicates.append(try Self.filter(name, value, entity: entity, model: model, storeFor: storeFor))
+                predicates.append(try Self.filter(name, value, entity: entity, model: model, objectID: objectID))
             }
         }
         if seen.contains("after") && seen.contains("offset") {
@@ -107,7 +110,9 @@ struct ListQuery {
     }
 
     /// A filter `attr=[not.]op.value`.
-    static func filter(_ name: String, _ raw: String, entity: String, model: ObjectModel, storeFor: (String) -> String?)
+    static func filter(
+        _ name: String, _ raw: String, entity: String, model: ObjectModel, objectID: (String, Int64) -> ObjectID?
+    )
         throws(Problem) -> FetchPredicate
     {
         func bad(_ message: String) -> Problem {
@@ -132,10 +137,10 @@ struct ListQuery {
         func value(_ literal: String) throws(Problem) -> PredicateTerm {
             if let relationship {
                 if literal == "null" { return .object(nil) }
-                guard let pk = Int64(literal), let store = storeFor(relationship.destination) else {
+                guard let pk = Int64(literal), let id = objectID(relationship.destination, pk) else {
                     throw bad("'\(literal)' is not a \(relationship.destination) id")
                 }
-                return .object(ObjectID(store: store, entity: relationship.destination, primaryKey: pk))
+                return .object(id)
             }
             guard let converted = convert(literal, attribute!.type) else {
                 throw bad("'\(literal)' is not \(ObjectCodec.describe(attribute!.type))")

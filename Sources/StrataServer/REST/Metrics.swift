@@ -45,7 +45,7 @@ public final class Metrics: Sendable {
     }
 
     /// The Prometheus text exposition.
-    public func render(stores: [any PersistentStore]) -> String {
+    public func render(stores: [StoreSummary]) -> String {
         let s = state.withLock { $0 }
         func escape(_ text: String) -> String {
             text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
@@ -76,21 +76,14 @@ public final class Metrics: Sendable {
             "# TYPE strata_store_saves_total counter",
         ]
         lines += [
-            "# HELP strata_store_file_bytes Size of a store's files (database and WAL).",
+            "# HELP strata_store_file_bytes Bytes a store takes where it lives (an SQLite store: database and WAL).",
             "# TYPE strata_store_file_bytes gauge",
         ]
         for store in stores {
             let label =
                 "store=\"\(store.identifier)\",configuration=\"\(escape(store.configuration ?? ObjectModel.defaultConfiguration))\""
             lines.append("strata_store_saves_total{\(label)} \(s.saves[store.identifier] ?? 0)")
-            if let url = store.url {
-                var bytes: Int64 = 0
-                for suffix in ["", "-wal"] {
-                    let attributes = try? FileManager.default.attributesOfItem(atPath: url.path + suffix)
-                    bytes += (attributes?[.size] as? NSNumber)?.int64Value ?? 0
-                }
-                lines.append("strata_store_file_bytes{\(label)} \(bytes)")
-            }
+            if let bytes = store.storageBytes { lines.append("strata_store_file_bytes{\(label)} \(bytes)") }
         }
         return lines.joined(separator: "\n") + "\n"
     }

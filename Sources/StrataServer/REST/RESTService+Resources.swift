@@ -6,15 +6,16 @@ extension RESTService {
     // MARK: - Reading
 
     func list(_ entity: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        let query = try ListQuery(request.query, entity: entity, model: model, storeFor: { storeByEntity[$0] })
+        let query = try ListQuery(
+            request.query, entity: entity, model: model, objectID: { prototypeByEntity[$0]?.withPrimaryKey($1) })
         var fetch = query.request(entity)
         // One more than the page tells whether there is a next page.
         fetch.fetchLimit = query.limit + 1
         let rows: [StoreRow]
         var total: Int?
         do {
-            rows = try coordinator.fetch(fetch)
-            if query.countExact { total = try coordinator.count(fetch) }
+            rows = try reads.fetch(fetch)
+            if query.countExact { total = try reads.count(fetch) }
         } catch {
             // A predicate the store cannot apply is the client's mistake, as through a context.
             throw error.code == .invalidRequest ? Problem.badRequest(error.message) : Problem(error)
@@ -85,7 +86,7 @@ extension RESTService {
         do {
             for relationship in model.relationships(of: row.id.entityName)
             where relationship.isToMany && lists[relationship.name] == nil {
-                lists[relationship.name] = try coordinator.relatedIDs(of: row.id, relationship: relationship.name)
+                lists[relationship.name] = try reads.relatedIDs(of: row.id, relationship: relationship.name)
             }
         } catch {
             throw Problem(error)
@@ -299,7 +300,7 @@ extension RESTService {
             let permanent = root.permanentID(for: id)
             let row: StoreRow?
             do {
-                row = try coordinator.row(for: permanent)
+                row = try reads.row(for: permanent)
             } catch {
                 throw Problem(error)
             }
@@ -335,10 +336,10 @@ extension RESTService {
     // MARK: - System
 
     func indexDocument() -> JSONValue {
-        let stores = coordinator.stores
+        let stores = reads.storeSummaries
         var entities: [JSONValue] = []
         for entity in model.entities {
-            let store = stores.first { $0.identifier == storeByEntity[entity.name] }
+            let store = stores.first { $0.identifier == prototypeByEntity[entity.name]?.storeIdentifier }
             entities.append(
                 .object([
                     "name": .string(entity.name), "path": .string("/\(model.resourcePath(of: entity.name))"),
@@ -352,7 +353,7 @@ extension RESTService {
                 "id": .string(store.identifier), "type": .string(store.type.rawValue),
                 "configuration": .string(store.configuration ?? ObjectModel.defaultConfiguration),
                 "url": store.url.map { .string($0.path) } ?? .null,
-                "entities": .array(store.entityNames.sorted().map { .string($0) }),
+                "entities": .array(store.entityNames.map { .string($0) }),
             ])
         }
         return .object([

@@ -8,8 +8,8 @@ import StrataHTTP
 public final class RESTService: Sendable {
     /// The model.
     public let model: ObjectModel
-    /// The coordinator holding the stores.
-    public let coordinator: StoreCoordinator
+    /// Committed state, read without a context (the service writes only through ``root``).
+    let reads: any CommittedReads
     /// The root context every request's child context saves into.
     public let root: ObjectContext
     /// Request and save counters, for `/metrics`.
@@ -18,7 +18,6 @@ public final class RESTService: Sendable {
     let resources: [String: String]
     /// Each entity's resource path segment (the inverse of `resources`).
     let pathByEntity: [String: String]
-    let storeByEntity: [String: String]
     /// An ID of each entity in its store, to make others from (`withPrimaryKey`).
     let prototypeByEntity: [String: ObjectID]
     /// Rendered objects read by primary key.
@@ -28,45 +27,47 @@ public final class RESTService: Sendable {
 
     /// Creates the service.
     /// - Parameters:
-    ///   - coordinator: the stack to serve; every entity must be held by exactly one store.
+    ///   - root: the root context every request's child context saves into; its merge policy
+    ///     becomes `objectTrump` (a write without `If-Match` wins per property over concurrent ones).
+    ///   - reads: committed reads over the same stores; every entity must be held by exactly one
+    ///     store.
     ///   - metrics: the counters `/metrics` shows.
     ///   - openAPI: the OpenAPI document to serve, if any.
     ///   - readCacheLimit: how many rendered objects per entity the service keeps for reads by id
     ///     (0 keeps none). The cache sees writes made through ``root`` only.
     /// - Throws: ``Problem`` (status 500) when an entity is held by no store or by several.
     public init(
-        coordinator: StoreCoordinator, metrics: Metrics = Metrics(),
+        root: ObjectContext, reads: any CommittedReads, metrics: Metrics = Metrics(),
         openAPI: (@Sendable () -> (json: String, yaml: String))? = nil, readCacheLimit: Int = 10_000
     ) throws(Problem) {
-        model = coordinator.model
-        self.coordinator = coordinator
+        model = reads.model
+        self.reads = reads
         // Writes from requests carry no If-Match unless the client sends one: per property, the
-        // request's changes win over concurrent ones (If-Match is checked before saving).
-        root = ObjectContext(coordinator: coordinator, mergePolicy: .objectTrump)
+        // request's changes win over concurrent ones (If-Match is checked when the commit happens).
+        root.mergePolicy = .objectTrump
+        self.root = root
         self.metrics = metrics
         self.openAPI = openAPI
-        codec = ObjectCodec(model: coordinator.model)
+        codec = ObjectCodec(model: reads.model)
         var resources: [String: String] = [:]
-        var stores: [String: String] = [:]
-        for entity in coordinator.model.entityNames {
-            resources[coordinator.model.resourcePath(of: entity)] = entity
-            let holders = coordinator.stores(for: entity)
-            guard holders.count == 1 else {
+        var prototypes: [String: ObjectID] = [:]
+        let routes = reads.routes
+        for entity in reads.model.entityNames {
+            resources[reads.model.resourcePath(of: entity)] = entity
+            let holders = routes[entity] ?? []
+            guard holders.count == 1, let prototype = reads.objectID(of: entity, primaryKey: 0) else {
                 throw Problem(
                     500, "Internal Server Error",
                     holders.isEmpty
                         ? "no store holds entity \(entity): add a store for one of its configurations"
                         : "entity \(entity) is held by \(holders.count) stores; the REST server needs exactly one")
             }
-            stores[entity] = holders[0].identifier
+            prototypes[entity] = prototype
         }
         self.resources = resources
         pathByEntity = Dictionary(resources.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-        storeByEntity = stores
-        prototypeByEntity = stores.reduce(into: [:]) {
-            $0[$1.key] = ObjectID(store: $1.value, entity: $1.key, primaryKey: 0)
-        }
-        let readCache = ReadCache(model: coordinator.model, limit: readCacheLimit)
+        prototypeByEntity = prototypes
+        let readCache = ReadCache(model: reads.model, limit: readCacheLimit)
         self.readCache = readCache
         root.observeSaves { changes in
             readCache.invalidate(changes)
@@ -195,7 +196,7 @@ public final class RESTService: Sendable {
         case .metrics:
             return HTTPResponse(
                 status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],
-                body: Array(metrics.render(stores: coordinator.stores).utf8))
+                body: Array(metrics.render(stores: reads.storeSummaries).utf8))
         case .openAPIJSON, .openAPIYAML:
             guard let openAPI else { throw Problem.notFound("this server has no OpenAPI document") }
             let document = openAPI()
@@ -231,10 +232,11 @@ public final class RESTService: Sendable {
             return try storedRow(entity, id).id
         } catch {
             // Objects inserted earlier in the same batch live only in the context.
-            guard error.status == 404, let pk = Int64(id), pk > 0, let store = storeByEntity[entity] else {
+            guard error.status == 404, let pk = Int64(id), pk > 0,
+                let guess = prototypeByEntity[entity]?.withPrimaryKey(pk)
+            else {
                 throw error
             }
-            let guess = ObjectID(store: store, entity: entity, primaryKey: pk)
             if (try? context.object(with: guess)) != nil { return guess }
             throw error
         }
@@ -248,7 +250,7 @@ public final class RESTService: Sendable {
         }
         let row: StoreRow?
         do {
-            row = try coordinator.row(for: prototype.withPrimaryKey(pk))
+            row = try reads.row(for: prototype.withPrimaryKey(pk))
         } catch {
             throw Problem(error)
         }
@@ -328,7 +330,7 @@ public final class RESTService: Sendable {
 
     /// A context for a read: a fresh root over the same stores, so reads never wait for the
     /// shared root while it commits.
-    func readContext() -> ObjectContext { ObjectContext(coordinator: coordinator) }
+    func readContext() -> ObjectContext { reads.newReadContext() }
 }
 
 /// What a write produced, rendered after the save when permanent IDs are known.

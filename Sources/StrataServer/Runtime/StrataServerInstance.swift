@@ -92,7 +92,7 @@ public final class StrataServerInstance: Sendable {
         }
         do {
             let rest = try RESTService(
-                coordinator: container.coordinator, metrics: metrics,
+                root: ObjectContext(coordinator: container.coordinator), reads: container.coordinator, metrics: metrics,
                 openAPI: { [document = (OpenAPIGenerator.json(for: model), OpenAPIGenerator.yaml(for: model))] in
                     document
                 })

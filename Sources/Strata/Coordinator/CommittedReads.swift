@@ -1,0 +1,67 @@
+import Foundation
+
+/// What one attached store is, for listings and metrics: no handle to the store itself.
+public struct StoreSummary: Sendable, Hashable {
+    /// The store's UUID.
+    public var identifier: String
+    /// Its kind.
+    public var type: StoreType
+    /// The configuration it holds (nil: every entity).
+    public var configuration: String?
+    /// Where it lives, if anywhere.
+    public var url: URL?
+    /// The entities it holds.
+    public var entityNames: [String]
+    /// Whether it takes saves.
+    public var isWritable: Bool
+    /// The bytes it takes where it lives (see ``PersistentStore/storageBytes``).
+    public var storageBytes: Int64?
+}
+
+/// Committed state, read without a context: the one narrow seam through which a layer that writes
+/// only through contexts (the REST service) reads the stores.
+///
+/// A read of committed state by primary key or by request needs no context: a fresh context would
+/// show the same rows, and building one (registering objects, reading them back) cost more than the
+/// read itself. What it cannot do is change anything: no store is added, removed, split or saved
+/// through it. ``StoreCoordinator`` implements it.
+public protocol CommittedReads: Sendable {
+    /// The model the stores follow.
+    var model: ObjectModel { get }
+    /// The stored objects matching `request`, across every store holding its entity.
+    func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow]
+    /// How many stored objects match `request`, ignoring its limit and offset.
+    func count(_ request: FetchRequest) throws(StoreError) -> Int
+    /// The stored state of one object; nil when it does not exist.
+    func row(for id: ObjectID) throws(StoreError) -> StoreRow?
+    /// The objects a stored to-many relationship of `id` holds, in order.
+    func relatedIDs(of id: ObjectID, relationship: String) throws(StoreError) -> [ObjectID]
+    /// The ID of the object with `primaryKey` of `entity`, in the one store that holds the entity;
+    /// nil when no store or several hold it.
+    func objectID(of entity: String, primaryKey: Int64) -> ObjectID?
+    /// For each entity, the stores that hold it.
+    var routes: [String: [StoreRoute]] { get }
+    /// Every attached store, in the order they were added.
+    var storeSummaries: [StoreSummary] { get }
+    /// A new root context over the same stores, for reads that need one (relationships, fetched
+    /// properties); it never waits for another context's commit.
+    func newReadContext() -> ObjectContext
+}
+
+extension StoreCoordinator: CommittedReads {
+    public func objectID(of entity: String, primaryKey: Int64) -> ObjectID? {
+        let holders = stores(for: entity)
+        guard holders.count == 1 else { return nil }
+        return ObjectID(store: holders[0].identifier, entity: entity, primaryKey: primaryKey)
+    }
+
+    public var storeSummaries: [StoreSummary] {
+        stores.map {
+            StoreSummary(
+                identifier: $0.identifier, type: $0.type, configuration: $0.configuration, url: $0.url,
+                entityNames: $0.entityNames.sorted(), isWritable: !$0.options.readOnly, storageBytes: $0.storageBytes)
+        }
+    }
+
+    public func newReadContext() -> ObjectContext { ObjectContext(coordinator: self) }
+}
