@@ -46,36 +46,77 @@ public struct StoreChangeSummary: Sendable, Hashable {
 }
 
 extension StoreCoordinator {
-    /// Saves `request`: routes inserts to their stores, gives them permanent IDs, splits the changes
-    /// by store, prepares every store's part (one transaction each) and commits them only when all
-    /// are prepared. If any store fails, every store is left as it was.
+    /// Saves `request`: routes inserts to their stores, gives them permanent IDs, rewrites
+    /// references to those IDs, splits the changes by store, prepares every store's part (one
+    /// transaction each) and commits them only when all are prepared. If any store fails before
+    /// the commits, every store is left as it was.
     /// - Throws: ``StoreError``: `.noStoreForEntity`, `.ambiguousStore`, `.conflict`,
     ///   `.uniqueViolation`, `.invalidRequest` (a reference across stores, say), `.io`.
     public func save(_ request: consuming SaveRequest) throws(StoreError) -> SaveResult {
-        // 1. Route each insert and give it a permanent ID. Inserts are grouped by store and entity
-        // (keys issued per group); everything per row indexes arrays rather than hashing UUIDs.
-        struct Group {
-            var store: any PersistentStore
-            var identifier: String
-            var entity: String
-            var members: [Int] = []
-        }
-        var groups: [Group] = []
-        let temporaryIDs = request.inserts.map(\.id)
-        var groupOf: [Int] = []
+        var save = SaveInProgress(coordinator: self, temporaryIDs: request.inserts.map(\.id))
+        try save.route(assignments: request.assignments)
+        try save.issuePermanentIDs()
+        // The rows are rewritten in place: the request is ours, so its array is taken, not copied
+        // (unless the caller still holds it).
+        var inserted = request.inserts
+        request.inserts = []
+        var updates = request.updates
+        try save.rewriteReferences(inserts: &inserted, updates: &updates)
+        try save.split(inserts: inserted, updates: updates, deletes: request.deletes)
+        let prepared = try save.prepareStores()
+        let versions = try save.commit(prepared)
+        return SaveResult(
+            permanentIDs: save.permanent, versions: versions, changesByStore: save.summaries,
+            temporaryIDs: save.temporaryIDs, issuedIDs: save.issuedIDs)
+    }
+}
+
+/// One save on its way through the coordinator, phase by phase. Everything per row indexes arrays
+/// rather than hashing UUIDs: inserts are grouped by store and entity once, keys issued per group.
+struct SaveInProgress {
+    /// Inserts of one entity going to one store.
+    struct InsertGroup {
+        var store: any PersistentStore
+        var identifier: String
+        var entity: String
+        var members: [Int] = []
+    }
+
+    let coordinator: StoreCoordinator
+    /// The inserts' temporary IDs, in request order.
+    let temporaryIDs: [ObjectID]
+    /// Route: the groups, and each insert's group.
+    var groups: [InsertGroup] = []
+    var groupOf: [Int] = []
+    /// Every store the save touches, by UUID.
+    var storesByID: [String: any PersistentStore] = [:]
+    /// Issue: each insert's permanent ID, in request order, and the map from temporary IDs.
+    var issuedIDs: [ObjectID] = []
+    var permanent: [ObjectID: ObjectID] = [:]
+    /// Split: each store's part of the save, and what it changed.
+    var changes: [String: StoreChanges] = [:]
+    var summaries: [String: StoreChangeSummary] = [:]
+
+    init(coordinator: StoreCoordinator, temporaryIDs: [ObjectID]) {
+        self.coordinator = coordinator
+        self.temporaryIDs = temporaryIDs
+    }
+
+    /// Phase 1: the store of every insert (its assignment, else the one writable store holding its
+    /// entity), grouped by store and entity.
+    mutating func route(assignments: [ObjectID: String]) throws(StoreError) {
         groupOf.reserveCapacity(temporaryIDs.count)
         var groupByEntity: [String: Int] = [:]  // unassigned inserts
         // Inserts come in runs of one entity: the last unassigned row's group, by identity.
         var lastHome: ObjectID.Home?
         var lastGroup = 0
-        var storesByID: [String: any PersistentStore] = [:]
-        for (index, id) in temporaryIDs.enumerated() {
+        for id in temporaryIDs {
             guard id.isTemporary else {
                 throw StoreError(
                     .invalidRequest, "inserted object \(id) already has a permanent ID", entity: id.entityName)
             }
             let entity = id.entityName
-            let assigned = request.assignments.isEmpty ? nil : request.assignments[id]
+            let assigned = assignments.isEmpty ? nil : assignments[id]
             var group: Int
             if assigned == nil, id.home === lastHome {
                 group = lastGroup
@@ -83,13 +124,13 @@ extension StoreCoordinator {
                 group = known
                 (lastHome, lastGroup) = (id.home, group)
             } else {
-                let store = try storeForInsert(of: entity, assigned: assigned)
+                let store = try coordinator.storeForInsert(of: entity, assigned: assigned)
                 let identifier = store.identifier
                 if let existing = groups.firstIndex(where: { $0.identifier == identifier && $0.entity == entity }) {
                     group = existing
                 } else {
                     group = groups.count
-                    groups.append(Group(store: store, identifier: identifier, entity: entity))
+                    groups.append(InsertGroup(store: store, identifier: identifier, entity: entity))
                     storesByID[identifier] = store
                 }
                 if assigned == nil {
@@ -97,116 +138,79 @@ extension StoreCoordinator {
                     (lastHome, lastGroup) = (id.home, group)
                 }
             }
-            groups[group].members.append(index)
+            groups[group].members.append(groupOf.count)
             groupOf.append(group)
         }
-        var issuedIDs = [ObjectID?](repeating: nil, count: temporaryIDs.count)
-        var permanent: [ObjectID: ObjectID] = [:]
+    }
+
+    /// Phase 2: permanent IDs from each group's store (keys are never reused, even when the save
+    /// fails later).
+    mutating func issuePermanentIDs() throws(StoreError) {
+        var issued = [ObjectID?](repeating: nil, count: temporaryIDs.count)
         permanent.reserveCapacity(temporaryIDs.count)
         for group in groups {
-            let issued = try group.store.newObjectIDs(entity: group.entity, count: group.members.count)
-            for (index, new) in zip(group.members, issued) {
-                issuedIDs[index] = new
+            let keys = try group.store.newObjectIDs(entity: group.entity, count: group.members.count)
+            for (index, new) in zip(group.members, keys) {
+                issued[index] = new
                 permanent[temporaryIDs[index]] = new
             }
         }
-        func resolve(_ id: ObjectID?) throws(StoreError) -> ObjectID? {
-            guard let id else { return nil }
-            guard id.isTemporary else { return id }
-            guard let mapped = permanent[id] else {
-                throw StoreError(
-                    .invalidRequest, "a reference to \(id) names an object that is not being inserted",
-                    entity: id.entityName)
-            }
-            return mapped
-        }
-        // 2. Split by store, rewriting references to permanent IDs.
-        var changes: [String: StoreChanges] = [:]
-        var summaries: [String: StoreChangeSummary] = [:]
-        func place(_ id: ObjectID) throws(StoreError) -> String {
-            guard let identifier = id.storeIdentifier, let store = store(withIdentifier: identifier) else {
-                throw StoreError(.notFound, "no attached store holds \(id)", entity: id.entityName)
-            }
-            storesByID[identifier] = store
-            return identifier
-        }
-        func sameStore(_ reference: ObjectID?, _ owner: String, _ field: String, _ entity: String) throws(StoreError) {
-            if let reference, reference.storeIdentifier != owner {
-                throw StoreError(
-                    .invalidRequest,
-                    "'\(entity).\(field)' refers to \(reference), which lives in another store; relationships cannot cross stores (use a fetched property)",
-                    entity: entity, fields: [field])
-            }
-        }
-        /// References of one written object, with permanent IDs, checked to stay in its store; nil
-        /// when it refers to nothing.
-        func references(
-            _ toOne: [String: ObjectID?], _ toMany: [String: [ObjectID]], owner: String, entity: String
-        ) throws(StoreError) -> ([String: ObjectID?], [String: [ObjectID]])? {
-            // Most rows refer to nothing (or only to saved objects of their store): no rewrite.
-            if toOne.values.allSatisfy({ $0 == nil }) && toMany.values.allSatisfy(\.isEmpty) { return nil }
-            var one: [String: ObjectID?] = [:]
-            var many: [String: [ObjectID]] = [:]
-            for (name, value) in toOne {
-                let target = try resolve(value)
-                try sameStore(target, owner, name, entity)
-                one[name] = .some(target)
-            }
-            for (name, values) in toMany {
-                var targets: [ObjectID] = []
-                for value in values {
-                    let target = try resolve(value)!
-                    try sameStore(target, owner, name, entity)
-                    targets.append(target)
-                }
-                many[name] = targets
-            }
-            return (one, many)
-        }
-        // The rows are rewritten in place: the request is ours, so its array is taken, not copied
-        // (unless the caller still holds it).
-        var insertedRows = request.inserts
-        request.inserts = []
-        let permanentIDs = issuedIDs.map { $0! }
-        for index in insertedRows.indices {
-            insertedRows[index].id = permanentIDs[index]
+        issuedIDs = issued.map { $0! }
+    }
+
+    /// Phase 3: every reference of the written objects with permanent IDs, each checked to stay in
+    /// its object's store.
+    mutating func rewriteReferences(inserts: inout [StoreRow], updates: inout [StoreUpdate]) throws(StoreError) {
+        for index in inserts.indices {
+            inserts[index].id = issuedIDs[index]
             if let rewritten = try references(
-                insertedRows[index].toOne, insertedRows[index].toMany, owner: groups[groupOf[index]].identifier,
+                inserts[index].toOne, inserts[index].toMany, owner: groups[groupOf[index]].identifier,
                 entity: temporaryIDs[index].entityName)
             {
-                (insertedRows[index].toOne, insertedRows[index].toMany) = rewritten
+                (inserts[index].toOne, inserts[index].toMany) = rewritten
             }
         }
+        for index in updates.indices {
+            let owner = try place(updates[index].id)
+            if let rewritten = try references(
+                updates[index].toOne, updates[index].toMany, owner: owner, entity: updates[index].id.entityName)
+            {
+                (updates[index].toOne, updates[index].toMany) = rewritten
+            }
+        }
+    }
+
+    /// Phase 4: each store's part of the save, and a summary of what it changes.
+    mutating func split(inserts: [StoreRow], updates: [StoreUpdate], deletes: [StoreDeletion]) throws(StoreError) {
         if groups.count == 1 {
             let owner = groups[0].identifier
-            changes[owner] = StoreChanges(inserts: insertedRows)
-            summaries[owner] = StoreChangeSummary(inserted: permanentIDs)
+            changes[owner] = StoreChanges(inserts: inserts)
+            summaries[owner] = StoreChangeSummary(inserted: issuedIDs)
         } else {
             var insertsByGroup = [[StoreRow]](repeating: [], count: groups.count)
-            for (index, row) in insertedRows.enumerated() { insertsByGroup[groupOf[index]].append(row) }
+            for (index, row) in inserts.enumerated() { insertsByGroup[groupOf[index]].append(row) }
             for (group, rows) in insertsByGroup.enumerated() where !rows.isEmpty {
                 let owner = groups[group].identifier
                 changes[owner, default: StoreChanges()].inserts += rows
                 summaries[owner, default: StoreChangeSummary()].inserted += rows.map(\.id)
             }
         }
-        for update in request.updates {
-            let owner = try place(update.id)
-            var written = update
-            if let rewritten = try references(
-                update.toOne, update.toMany, owner: owner, entity: update.id.entityName)
-            {
-                (written.toOne, written.toMany) = rewritten
-            }
-            changes[owner, default: StoreChanges()].updates.append(written)
+        // Updates were placed (and their stores checked) when their references were rewritten.
+        for update in updates {
+            let owner = update.id.storeIdentifier!
+            changes[owner, default: StoreChanges()].updates.append(update)
             summaries[owner, default: StoreChangeSummary()].updated.append(update.id)
         }
-        for deletion in request.deletes {
+        for deletion in deletes {
             let owner = try place(deletion.id)
             changes[owner, default: StoreChanges()].deletes.append(deletion)
             summaries[owner, default: StoreChangeSummary()].deleted.append(deletion.id)
         }
-        // 3. Prepare every store (in a fixed order, so concurrent saves cannot deadlock), then commit.
+    }
+
+    /// Phase 5: every store's part applied in its own open transaction, in a fixed order (so
+    /// concurrent saves cannot deadlock). If one fails, those prepared are rolled back.
+    func prepareStores() throws(StoreError) -> [any PreparedSave] {
         var prepared: [any PreparedSave] = []
         do {
             for identifier in changes.keys.sorted() where !changes[identifier]!.isEmpty {
@@ -216,6 +220,11 @@ extension StoreCoordinator {
             for part in prepared { part.rollback() }
             throw error
         }
+        return prepared
+    }
+
+    /// Phase 6: the prepared parts committed, and the new versions of every written object.
+    func commit(_ prepared: [any PreparedSave]) throws(StoreError) -> [ObjectID: Int64] {
         var versions: [ObjectID: Int64] = [:]
         for part in prepared {
             try part.commit()
@@ -225,8 +234,66 @@ extension StoreCoordinator {
                 versions.merge(part.versions) { _, new in new }
             }
         }
-        return SaveResult(
-            permanentIDs: permanent, versions: versions, changesByStore: summaries,
-            temporaryIDs: temporaryIDs, issuedIDs: permanentIDs)
+        return versions
+    }
+
+    // MARK: - Pieces
+
+    /// The UUID of the store holding existing object `id`, which must be attached.
+    private mutating func place(_ id: ObjectID) throws(StoreError) -> String {
+        guard let identifier = id.storeIdentifier, let store = coordinator.store(withIdentifier: identifier) else {
+            throw StoreError(.notFound, "no attached store holds \(id)", entity: id.entityName)
+        }
+        storesByID[identifier] = store
+        return identifier
+    }
+
+    /// `id` with its permanent ID when it is being inserted.
+    private func resolve(_ id: ObjectID?) throws(StoreError) -> ObjectID? {
+        guard let id else { return nil }
+        guard id.isTemporary else { return id }
+        guard let mapped = permanent[id] else {
+            throw StoreError(
+                .invalidRequest, "a reference to \(id) names an object that is not being inserted",
+                entity: id.entityName)
+        }
+        return mapped
+    }
+
+    private func sameStore(_ reference: ObjectID?, _ owner: String, _ field: String, _ entity: String)
+        throws(StoreError)
+    {
+        if let reference, reference.storeIdentifier != owner {
+            throw StoreError(
+                .invalidRequest,
+                "'\(entity).\(field)' refers to \(reference), which lives in another store; relationships cannot cross stores (use a fetched property)",
+                entity: entity, fields: [field])
+        }
+    }
+
+    /// References of one written object, with permanent IDs, checked to stay in its store; nil when
+    /// it refers to nothing.
+    private func references(
+        _ toOne: [String: ObjectID?], _ toMany: [String: [ObjectID]], owner: String, entity: String
+    ) throws(StoreError) -> ([String: ObjectID?], [String: [ObjectID]])? {
+        // Most rows refer to nothing (or only to saved objects of their store): no rewrite.
+        if toOne.values.allSatisfy({ $0 == nil }) && toMany.values.allSatisfy(\.isEmpty) { return nil }
+        var one: [String: ObjectID?] = [:]
+        var many: [String: [ObjectID]] = [:]
+        for (name, value) in toOne {
+            let target = try resolve(value)
+            try sameStore(target, owner, name, entity)
+            one[name] = .some(target)
+        }
+        for (name, values) in toMany {
+            var targets: [ObjectID] = []
+            for value in values {
+                let target = try resolve(value)!
+                try sameStore(target, owner, name, entity)
+                targets.append(target)
+            }
+            many[name] = targets
+        }
+        return (one, many)
     }
 }
