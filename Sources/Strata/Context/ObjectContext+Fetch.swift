@@ -136,33 +136,9 @@ extension ObjectContext {
             where model.attribute(descriptor.key, of: request.entityName) == nil {
                 throw ContextError(.invalidPredicate, "cannot sort by '\(descriptor.key)': no such attribute")
             }
-            results.sort { lhs, rhs in
-                for descriptor in request.sortDescriptors {
-                    let order = ValueOrdering.sortOrder(
-                        lhs.attributes[descriptor.key] ?? .null, rhs.attributes[descriptor.key] ?? .null,
-                        caseInsensitive: descriptor.caseInsensitive)
-                    if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
-                }
-                return Self.tieOrder(lhs.id, rhs.id)
-            }
-            let start = min(request.fetchOffset, results.count)
-            let end = request.fetchLimit.map { min(results.count, start + $0) } ?? results.count
-            let window = Array(results[start..<end])
+            results.sort(by: request.sortsBefore)
+            let window = request.window(results)
             return body(&s, window.map(\.id), window)
-        }
-    }
-
-    /// Saved objects by store and key, then unsaved ones in insertion order.
-    static func tieOrder(_ lhs: ObjectID, _ rhs: ObjectID) -> Bool {
-        switch (lhs.key, rhs.key) {
-        case (.permanent(let a), .permanent(let b)):
-            if lhs.storeIdentifier != rhs.storeIdentifier {
-                return (lhs.storeIdentifier ?? "") < (rhs.storeIdentifier ?? "")
-            }
-            return a < b
-        case (.permanent, .temporary): return true
-        case (.temporary, .permanent): return false
-        case (.temporary(let a), .temporary(let b)): return a < b
         }
     }
 

@@ -354,7 +354,7 @@ extension ObjectContext {
 
     private func staleExpectation(_ ticket: CommitTicket, _ s: inout ContextStorage) -> ContextError? {
         var conflicts: [VersionConflict] = []
-        for (id, expected) in ticket.expectations.sorted(by: { Self.tieOrder($0.key, $1.key) }) {
+        for (id, expected) in ticket.expectations.sorted(by: { ObjectID.precedes($0.key, $1.key) }) {
             let current = (try? loadState(id, &s))?.map(\.version)
             if current != expected {
                 conflicts.append(VersionConflict(id: id, expectedVersion: expected, storedVersion: current ?? nil))

@@ -233,7 +233,7 @@ extension ObjectContext {
             request.inserts.append(row)
             if let store = s.assignments[k] { request.assignments[k] = store }
         }
-        for (k, change) in s.updated.sorted(by: { Self.tieOrder($0.key, $1.key) }) where !change.isEmpty {
+        for (k, change) in s.updated.sorted(by: { ObjectID.precedes($0.key, $1.key) }) where !change.isEmpty {
             guard let state = s.objects[k] else { continue }
             var update = StoreUpdate(id: k, expectedVersion: change.baseVersion)
             for name in change.attributes { update.attributes[name] = state.attributes[name] ?? .null }
@@ -245,7 +245,7 @@ extension ObjectContext {
             if update.attributes.isEmpty && update.toOne.isEmpty && update.toMany.isEmpty { continue }
             request.updates.append(update)
         }
-        for (k, base) in s.deleted.sorted(by: { Self.tieOrder($0.key, $1.key) }) {
+        for (k, base) in s.deleted.sorted(by: { ObjectID.precedes($0.key, $1.key) }) {
             request.deletes.append(StoreDeletion(id: k, expectedVersion: base))
         }
         return request

@@ -4,7 +4,7 @@ extension ObjectContext {
     /// Every rule broken by the unsaved inserts, updates and deletes.
     func validationFailures(_ s: inout ContextStorage) throws(ContextError) -> [ValidationFailure] {
         var failures: [ValidationFailure] = []
-        let changed = s.inserted + s.updated.keys.sorted { Self.tieOrder($0, $1) }
+        let changed = s.inserted + s.updated.keys.sorted { ObjectID.precedes($0, $1) }
         // Changes come in runs of one entity: look it up once per run, not by name per object.
         var home: ObjectID.Home?
         var resolved: ResolvedEntity?
@@ -56,7 +56,7 @@ extension ObjectContext {
             }
         }
         // Deny: an object cannot be deleted while a deny relationship still holds objects.
-        for (k, state) in s.deletedStates.sorted(by: { Self.tieOrder($0.key, $1.key) }) {
+        for (k, state) in s.deletedStates.sorted(by: { ObjectID.precedes($0.key, $1.key) }) {
             for relationship in model.relationships(of: k.entityName) where relationship.deleteRule == .deny {
                 var related: [ObjectID]
                 if relationship.isToMany {

@@ -10,21 +10,8 @@ extension StoreCoordinator {
         perStore.fetchLimit = request.fetchLimit.map { $0 + request.fetchOffset }
         var rows: [StoreRow] = []
         for store in holders { rows += try store.fetch(perStore) }
-        rows.sort { lhs, rhs in
-            for descriptor in request.sortDescriptors {
-                let order = ValueOrdering.sortOrder(
-                    lhs[attribute: descriptor.key], rhs[attribute: descriptor.key],
-                    caseInsensitive: descriptor.caseInsensitive)
-                if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
-            }
-            if lhs.id.storeIdentifier != rhs.id.storeIdentifier {
-                return (lhs.id.storeIdentifier ?? "") < (rhs.id.storeIdentifier ?? "")
-            }
-            return (lhs.id.primaryKey ?? 0) < (rhs.id.primaryKey ?? 0)
-        }
-        let start = min(request.fetchOffset, rows.count)
-        let end = request.fetchLimit.map { min(rows.count, start + $0) } ?? rows.count
-        return Array(rows[start..<end])
+        rows.sort(by: request.sortsBefore)
+        return request.window(rows)
     }
 
     /// How many objects match `request` across every store that holds its entity.

@@ -43,3 +43,26 @@ public struct FetchRequest: Sendable, Hashable {
         self.includesSubentities = includesSubentities
     }
 }
+
+extension FetchRequest {
+    /// Whether `lhs` comes before `rhs` in this request's order: by its sort keys, ties broken by
+    /// ``ObjectID/precedes(_:_:)``. Every store, the coordinator across stores and contexts over
+    /// their unsaved objects sort with this one comparator, so a page is the same wherever it is cut.
+    func sortsBefore(_ lhs: StoreRow, _ rhs: StoreRow) -> Bool {
+        for descriptor in sortDescriptors {
+            let order = ValueOrdering.sortOrder(
+                lhs[attribute: descriptor.key], rhs[attribute: descriptor.key],
+                caseInsensitive: descriptor.caseInsensitive
+            )
+            if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
+        }
+        return ObjectID.precedes(lhs.id, rhs.id)
+    }
+
+    /// The part of sorted `rows` this request's offset and limit select.
+    func window(_ rows: [StoreRow]) -> [StoreRow] {
+        let start = min(fetchOffset, rows.count)
+        let end = fetchLimit.map { min(rows.count, start + $0) } ?? rows.count
+        return start == 0 && end == rows.count ? rows : Array(rows[start..<end])
+    }
+}

@@ -191,48 +191,32 @@ extension SQLiteStore {
         return versions
     }
 
-    /// Writes join-table relationships: the non-source sides first, then the source sides, whose
-    /// lists also fix the order.
+    /// Writes join-table relationships (see ``JoinTableEdit``).
     private func writeToMany(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) {
-        // A new row has no join rows yet: only inserts with members need writing.
-        var lists: [(ObjectID, [String: [ObjectID]])] = []
-        for row in changes.inserts where !row.toMany.isEmpty && row.toMany.values.contains(where: { !$0.isEmpty }) {
-            lists.append((row.id, row.toMany))
+        let edits = try JoinTableEdit.plan(changes, model: model, storeURL: url) {
+            (target: ObjectID, relationship: RelationshipDescription) throws(StoreError) in
+            _ = try foreignKey(target, relationship)
         }
-        for update in changes.updates where !update.toMany.isEmpty { lists.append((update.id, update.toMany)) }
-        if lists.isEmpty { return }
-        for pass in [false, true] {
-            for (id, toMany) in lists {
-                for (name, targets) in toMany.sorted(by: { $0.key < $1.key }) {
-                    guard let relationship = model.relationship(name, of: id.entityName), relationship.isToMany else {
-                        throw StoreError(
-                            .invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)'", storeURL: url,
-                            entity: id.entityName, fields: [name])
-                    }
-                    guard case .joinTable(let join, let isSource)? = model.storage(of: name, in: id.entityName),
-                        isSource == pass
-                    else { continue }
-                    let table = SQLiteSchema.quote(join.name)
-                    let pk = SQLiteValue.integer(id.primaryKey!)
-                    var keys: [SQLiteValue] = []
-                    for target in targets { keys.append(try foreignKey(target, relationship)) }
-                    if isSource {
-                        try write(db, "DELETE FROM \(table) WHERE \"source\" = ?", [pk], entity: id.entityName)
-                        for (position, key) in keys.enumerated() {
-                            try write(
-                                db,
-                                "INSERT OR REPLACE INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, ?)",
-                                [pk, key, .integer(Int64(position))], entity: id.entityName)
-                        }
-                    } else {
-                        try write(db, "DELETE FROM \(table) WHERE \"target\" = ?", [pk], entity: id.entityName)
-                        for key in keys {
-                            try write(
-                                db,
-                                "INSERT OR IGNORE INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, (SELECT coalesce(max(\"position\"), -1) + 1 FROM \(table) WHERE \"source\" = ?))",
-                                [key, pk, key], entity: id.entityName)
-                        }
-                    }
+        for edit in edits {
+            switch edit {
+            case .setTargets(let join, let source, let targets):
+                let table = SQLiteSchema.quote(join.name)
+                try write(
+                    db, "DELETE FROM \(table) WHERE \"source\" = ?", [.integer(source)], entity: join.sourceEntity)
+                for (position, target) in targets.enumerated() {
+                    try write(
+                        db, "INSERT OR REPLACE INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, ?)",
+                        [.integer(source), .integer(target), .integer(Int64(position))], entity: join.sourceEntity)
+                }
+            case .setSources(let join, let target, let sources):
+                let table = SQLiteSchema.quote(join.name)
+                try write(
+                    db, "DELETE FROM \(table) WHERE \"target\" = ?", [.integer(target)], entity: join.targetEntity)
+                for source in sources {
+                    try write(
+                        db,
+                        "INSERT OR IGNORE INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, (SELECT coalesce(max(\"position\"), -1) + 1 FROM \(table) WHERE \"source\" = ?))",
+                        [.integer(source), .integer(target), .integer(source)], entity: join.targetEntity)
                 }
             }
         }

@@ -94,18 +94,8 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
                 .invalidRequest, "cannot sort by '\(descriptor.key)': no such attribute", storeURL: url,
                 entity: request.entityName)
         }
-        rows.sort { lhs, rhs in
-            for descriptor in request.sortDescriptors {
-                let order = ValueOrdering.sortOrder(
-                    lhs[attribute: descriptor.key], rhs[attribute: descriptor.key],
-                    caseInsensitive: descriptor.caseInsensitive)
-                if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
-            }
-            return lhs.id.primaryKey! < rhs.id.primaryKey!
-        }
-        let start = min(request.fetchOffset, rows.count)
-        let end = request.fetchLimit.map { min(rows.count, start + $0) } ?? rows.count
-        return Array(rows[start..<end])
+        rows.sort(by: request.sortsBefore)
+        return request.window(rows)
     }
 
     public func count(_ request: FetchRequest) throws(StoreError) -> Int {

@@ -127,33 +127,21 @@ struct InMemoryWriter {
     }
 
     private func writeToMany(_ changes: StoreChanges, _ draft: inout InMemoryStore.State) throws(StoreError) {
-        let lists = changes.inserts.map { ($0.id, $0.toMany) } + changes.updates.map { ($0.id, $0.toMany) }
-        for pass in [false, true] {
-            for (id, toMany) in lists {
-                for (name, targets) in toMany.sorted(by: { $0.key < $1.key }) {
-                    guard let relationship = model.relationship(name, of: id.entityName), relationship.isToMany else {
-                        throw StoreError(
-                            .invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)'",
-                            storeURL: store.url, entity: id.entityName, fields: [name])
-                    }
-                    guard case .joinTable(let join, let isSource)? = model.storage(of: name, in: id.entityName),
-                        isSource == pass
-                    else { continue }
-                    for target in targets { try checkReference(target, relationship) }
-                    let pk = id.primaryKey!
-                    var table = draft.joins[join.name] ?? [:]
-                    if isSource {
-                        var seen: Set<Int64> = []
-                        table[pk] = targets.compactMap(\.primaryKey).filter { seen.insert($0).inserted }
-                    } else {
-                        for key in table.keys { table[key]?.removeAll { $0 == pk } }
-                        for target in targets {
-                            let source = target.primaryKey!
-                            if !(table[source] ?? []).contains(pk) { table[source, default: []].append(pk) }
-                        }
-                    }
-                    draft.joins[join.name] = table.filter { !$0.value.isEmpty }
+        let edits = try JoinTableEdit.plan(changes, model: model, storeURL: store.url) {
+            (target: ObjectID, relationship: RelationshipDescription) throws(StoreError) in
+            try checkReference(target, relationship)
+        }
+        for edit in edits {
+            switch edit {
+            case .setTargets(let join, let source, let targets):
+                draft.joins[join.name, default: [:]][source] = targets.isEmpty ? nil : targets
+            case .setSources(let join, let target, let sources):
+                var table = draft.joins[join.name] ?? [:]
+                for key in table.keys { table[key]?.removeAll { $0 == target } }
+                for source in sources where !(table[source] ?? []).contains(target) {
+                    table[source, default: []].append(target)
                 }
+                draft.joins[join.name] = table.filter { !$0.value.isEmpty }
             }
         }
     }

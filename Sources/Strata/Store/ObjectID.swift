@@ -136,3 +136,20 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         return Int(truncatingIfNeeded: x ^ (x >> 31))
     }
 }
+
+extension ObjectID {
+    /// The order of objects that sort the same: saved objects by store, then primary key; then
+    /// unsaved ones in the order they were inserted.
+    static func precedes(_ lhs: ObjectID, _ rhs: ObjectID) -> Bool {
+        switch (lhs.key, rhs.key) {
+        case (.permanent(let a), .permanent(let b)):
+            if lhs.storeIdentifier != rhs.storeIdentifier {
+                return (lhs.storeIdentifier ?? "") < (rhs.storeIdentifier ?? "")
+            }
+            return a < b
+        case (.permanent, .temporary): return true
+        case (.temporary, .permanent): return false
+        case (.temporary(let a), .temporary(let b)): return a < b
+        }
+    }
+}

@@ -132,23 +132,34 @@ public final class RESTService: Sendable {
             lead { [self] in completion(handle(request)) }
             return
         }
-        let finish: @Sendable (HTTPResponse) -> Void = { [self] response in
+        write(request, prepare, lead: lead) { [self] response in
             record(response, to: request, on: route, started: started)
             completion(response)
         }
+    }
+
+    /// The one write path for a collection or an object: runs `body` in a new child context of the
+    /// root and commits it through the root's group commit, then renders the outcome as the
+    /// commit saved it. `completion` gets the response once the transaction holding the change
+    /// is durable (or the problem), on the thread that committed it.
+    /// - Parameter lead: runs the group commit when this write has to lead it.
+    func write(
+        _ request: HTTPRequest, _ body: (ObjectContext, inout [ObjectID: Int64]) throws(Problem) -> WriteOutcome,
+        lead: (@escaping @Sendable () -> Void) -> Void, completion: @escaping @Sendable (HTTPResponse) -> Void
+    ) {
         let child = root.newChildContext()
         var expectations: [ObjectID: Int64] = [:]
         do throws(Problem) {
-            let outcome = try prepare(child, &expectations)
+            let outcome = try body(child, &expectations)
             do {
                 try root.commit(child, expecting: expectations, keeping: outcome.kept, lead: lead) { [self] result in
                     switch result {
-                    case .failure(let error): finish(Problem(error).response)
+                    case .failure(let error): completion(Problem(error).response)
                     case .success(let saved):
                         do throws(Problem) {
-                            finish(try render(outcome, request, created: child, saved: saved))
+                            completion(try render(outcome, request, created: child, saved: saved))
                         } catch {
-                            finish(error.response)
+                            completion(error.response)
                         }
                     }
                 }
@@ -156,7 +167,7 @@ public final class RESTService: Sendable {
                 throw Problem(error)
             }
         } catch {
-            finish(error.response)
+            completion(error.response)
         }
     }
 
@@ -216,7 +227,7 @@ public final class RESTService: Sendable {
         guard let body = writeBody(request, route) else {
             throw Problem.methodNotAllowed(request.method, allowed: route.allowed)
         }
-        return try write(request, body)
+        return write(request, body)
     }
 
     // MARK: - Shared pieces
@@ -304,16 +315,19 @@ public final class RESTService: Sendable {
         return versions
     }
 
-    /// Runs a write in a new child context of the root and commits it (group-committed with
-    /// concurrent writes), then renders the outcome.
+    /// ``write(_:_:lead:completion:)`` on the calling thread, waiting for its response (the
+    /// calling thread leads the group commit when nobody else is).
     func write(
         _ request: HTTPRequest, _ body: (ObjectContext, inout [ObjectID: Int64]) throws(Problem) -> WriteOutcome
-    ) throws(Problem) -> HTTPResponse {
-        let child = root.newChildContext()
-        var expectations: [ObjectID: Int64] = [:]
-        let outcome = try body(child, &expectations)
-        let saved = try commit(child, expecting: expectations, keeping: outcome.kept)
-        return try render(outcome, request, created: child, saved: saved)
+    ) -> HTTPResponse {
+        let answer = Locked<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        write(request, body, lead: { job in job() }) { response in
+            answer.withLock { $0 = response }
+            done.signal()
+        }
+        done.wait()
+        return answer.withLock { $0! }
     }
 
     /// Commits a child through the root's group commit; on failure nothing of it is kept.
