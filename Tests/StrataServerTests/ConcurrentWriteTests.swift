@@ -43,6 +43,13 @@ final class History: Sendable {
         return response
     }
 
+    /// PATCHes `pages` to one more than `pages` with `If-Match` on `version`, recorded; the status.
+    func increment(_ connection: KeepAliveClient, client: Int, _ path: String, pages: Int64, at version: Int64) throws
+        -> Int
+    {
+        try send(connection, client: client, "PATCH", path, json: #"{"pages": \#(pages + 1)}"#, ifMatch: version).status
+    }
+
     /// What is wrong with the recorded history: each acknowledged conditional write must be the
     /// unique successor of the version it named, and no client may read a version older than one
     /// it already saw acknowledged or read.
@@ -143,11 +150,7 @@ final class History: Sendable {
                                 version: answered))
                         status = result
                     } else {
-                        status =
-                            try history.send(
-                                connection, client: client, "PATCH", path, json: #"{"pages": \#(pages + 1)}"#,
-                                ifMatch: version
-                            ).status
+                        status = try history.increment(connection, client: client, path, pages: pages, at: version)
                     }
                     switch status {
                     case 200: acknowledged += 1
@@ -200,11 +203,7 @@ final class History: Sendable {
                                 json: #"{"title": "Hot put \#(id)", "pages": \#(pages + 1)}"#, ifMatch: version
                             ).status
                     } else {
-                        status =
-                            try history.send(
-                                connection, client: client, "PATCH", path, json: #"{"pages": \#(pages + 1)}"#,
-                                ifMatch: version
-                            ).status
+                        status = try history.increment(connection, client: client, path, pages: pages, at: version)
                     }
                     if status != 200 && status != 412 { errors.withLock { $0.append("write answered \(status)") } }
                     // Read your own write.

@@ -94,6 +94,23 @@ public final class KeepAliveClient {
 
     /// A whole response at the start of `bytes` and how many bytes it took.
     static func parse(_ bytes: [UInt8]) -> (ClientResponse, Int)? {
+        guard let (head, start) = ResponseHead.parse(bytes) else { return nil }
+        let length = head.headers["content-length"].flatMap(Int.init) ?? 0
+        guard bytes.count >= start + length else { return nil }
+        return (
+            ClientResponse(status: head.status, headers: head.headers, body: Array(bytes[start..<start + length])),
+            start + length
+        )
+    }
+}
+
+/// The status line and headers of an HTTP/1.1 response.
+struct ResponseHead {
+    var status: Int
+    var headers: [String: String]
+
+    /// The head at the start of `bytes` and where its body starts; nil until the head is complete.
+    static func parse(_ bytes: [UInt8]) -> (ResponseHead, Int)? {
         guard bytes.count >= 4 else { return nil }
         var end = -1
         for index in 0..<(bytes.count - 3)
@@ -102,20 +119,15 @@ public final class KeepAliveClient {
             break
         }
         guard end >= 0 else { return nil }
-        let head = String(decoding: bytes[0..<end], as: UTF8.self).components(separatedBy: "\r\n")
-        let statusParts = head[0].split(separator: " ")
+        let lines = String(decoding: bytes[0..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        let statusParts = lines[0].split(separator: " ")
         guard statusParts.count >= 2, let status = Int(statusParts[1]) else { return nil }
         var headers: [String: String] = [:]
-        for line in head.dropFirst() {
+        for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
                 in: .whitespaces)
         }
-        let length = headers["content-length"].flatMap(Int.init) ?? 0
-        let start = end + 4
-        guard bytes.count >= start + length else { return nil }
-        return (
-            ClientResponse(status: status, headers: headers, body: Array(bytes[start..<start + length])), start + length
-        )
+        return (ResponseHead(status: status, headers: headers), end + 4)
     }
 }

@@ -99,25 +99,15 @@ public struct TestClient: Sendable {
         return response.response
     }
 
+    /// The response at the start of `bytes`, and whether it is complete (its whole body arrived).
     static func parse(_ bytes: [UInt8]) -> (response: ClientResponse, complete: Bool)? {
-        let separator: [UInt8] = [13, 10, 13, 10]
-        guard let end = (0..<max(0, bytes.count - 3)).first(where: { Array(bytes[$0..<$0 + 4]) == separator }) else {
-            return nil
-        }
-        let head = String(decoding: bytes[0..<end], as: UTF8.self).components(separatedBy: "\r\n")
-        let statusParts = head[0].split(separator: " ")
-        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { return nil }
-        var headers: [String: String] = [:]
-        for line in head.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
-                in: .whitespaces)
-        }
-        let body = Array(bytes[(end + 4)...])
-        let length = headers["content-length"].flatMap(Int.init)
+        guard let (head, start) = ResponseHead.parse(bytes) else { return nil }
+        let body = Array(bytes[start...])
+        let length = head.headers["content-length"].flatMap(Int.init)
         let complete = length.map { body.count >= $0 } ?? false
         return (
-            ClientResponse(status: status, headers: headers, body: length.map { Array(body.prefix($0)) } ?? body),
+            ClientResponse(
+                status: head.status, headers: head.headers, body: length.map { Array(body.prefix($0)) } ?? body),
             complete
         )
     }

@@ -39,10 +39,12 @@ import Testing
         #expect(Self.string(row, "title") == Self.title)
         #expect(Self.string(row, "format") == "paper\u{0}back")
         let matched = try store.fetch(
-            FetchRequest(entityName: "Book", predicate: try FetchPredicate(format: "title == %@", .value(.string(Self.title)))))
+            FetchRequest(
+                entityName: "Book", predicate: try FetchPredicate(format: "title == %@", .value(.string(Self.title)))))
         #expect(matched.map(\.id) == [bookID])
         let cut = try store.fetch(
-            FetchRequest(entityName: "Book", predicate: try FetchPredicate(format: "title == %@", .value(.string("before")))))
+            FetchRequest(
+                entityName: "Book", predicate: try FetchPredicate(format: "title == %@", .value(.string("before")))))
         #expect(cut.isEmpty, "a NUL byte must not end the bound text")
         // An update binds the text again.
         try store.save(

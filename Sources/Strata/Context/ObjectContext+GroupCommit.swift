@@ -341,6 +341,7 @@ extension ObjectContext {
         return claims
     }
 
+    /// A store's failure as a context error: a conflict names every stale object.
     static func contextError(_ error: StoreError) -> ContextError {
         if error.code == .conflict {
             return ContextError(

@@ -280,14 +280,7 @@ extension ObjectContext {
                     try resolve(error.conflicts, &s)
                     continue
                 }
-                if error.code == .conflict {
-                    throw ContextError(
-                        .conflict,
-                        "objects changed in the store since they were read: "
-                            + error.conflicts.map(\.description).joined(separator: "; "),
-                        conflicts: error.conflicts, storeError: error)
-                }
-                throw ContextError(.store, error.message, storeError: error)
+                throw Self.contextError(error)
             }
             return finish(result, &s, keeping: keeping, into: &snapshots)
         }
