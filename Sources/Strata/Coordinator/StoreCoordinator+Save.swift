@@ -1,3 +1,5 @@
+import Foundation
+
 /// One save's changes across stores, as the root context hands them to the coordinator.
 public struct SaveRequest: Sendable, Hashable {
     /// New objects, with temporary IDs; references among them may use those temporary IDs.
@@ -63,6 +65,7 @@ extension StoreCoordinator {
         var updates = request.updates
         try save.rewriteReferences(inserts: &inserted, updates: &updates)
         try save.split(inserts: inserted, updates: updates, deletes: request.deletes)
+        save.planParticipation()
         let prepared = try save.prepareStores()
         let versions = try save.commit(prepared)
         return SaveResult(
@@ -96,6 +99,11 @@ struct SaveInProgress {
     /// Split: each store's part of the save, and what it changed.
     var changes: [String: StoreChanges] = [:]
     var summaries: [String: StoreChangeSummary] = [:]
+    /// Participation: for a save across durable stores, its ID, its commit point and the other
+    /// participants (store UUIDs), in commit order.
+    var crossStore: (saveID: String, commitPoint: String, others: [String])?
+    /// The finished records each written store forgets in this save (given back if it fails).
+    var forgotten: [String: (StoreHousekeeping, [String: [String]])] = [:]
 
     init(coordinator: StoreCoordinator, temporaryIDs: [ObjectID]) {
         self.coordinator = coordinator
@@ -208,33 +216,117 @@ struct SaveInProgress {
         }
     }
 
-    /// Phase 5: every store's part applied in its own open transaction, in a fixed order (so
+    /// Phase 5: for a save that writes several durable stores, each one's part in it (see
+    /// ``SaveParticipation``): the first in commit order keeps the record of the others' changes.
+    /// And for every written store, the finished records and marks it may forget meanwhile.
+    mutating func planParticipation() {
+        let written = changes.keys.filter { !changes[$0]!.isEmpty }.sorted()
+        let durable = written.filter { storesByID[$0]!.isDurable }
+        if durable.count >= 2 {
+            let saveID = UUID().uuidString
+            let others = Array(durable.dropFirst())
+            var parts: [String: JSONValue] = [:]
+            for other in others {
+                parts[other] = changes[other]!.encoded(in: coordinator.model)
+                changes[other]!.participation = SaveParticipation(saveID: saveID, commitPoint: durable[0], record: nil)
+            }
+            changes[durable[0]]!.participation = SaveParticipation(
+                saveID: saveID, commitPoint: durable[0], record: CrossStoreRecord(saveID: saveID, parts: parts))
+            crossStore = (saveID, durable[0], others)
+        }
+        coordinator.crossStoreNotes.withLock { notes in
+            for identifier in durable {
+                let (housekeeping, records) = notes.take(for: identifier)
+                guard !housekeeping.isEmpty else { continue }
+                changes[identifier]!.housekeeping = housekeeping
+                forgotten[identifier] = (housekeeping, records)
+            }
+        }
+    }
+
+    /// Phase 6: every store's part applied in its own open transaction, in a fixed order (so
     /// concurrent saves cannot deadlock). If one fails, those prepared are rolled back.
-    func prepareStores() throws(StoreError) -> [any PreparedSave] {
-        var prepared: [any PreparedSave] = []
+    func prepareStores() throws(StoreError) -> [(identifier: String, part: any PreparedSave)] {
+        var prepared: [(identifier: String, part: any PreparedSave)] = []
         do {
             for identifier in changes.keys.sorted() where !changes[identifier]!.isEmpty {
-                prepared.append(try storesByID[identifier]!.prepare(changes[identifier]!))
+                prepared.append((identifier, try storesByID[identifier]!.prepare(changes[identifier]!)))
             }
         } catch {
-            for part in prepared { part.rollback() }
+            for (_, part) in prepared { part.rollback() }
+            giveBackHousekeeping(except: [])
             throw error
         }
         return prepared
     }
 
-    /// Phase 6: the prepared parts committed, and the new versions of every written object.
-    func commit(_ prepared: [any PreparedSave]) throws(StoreError) -> [ObjectID: Int64] {
+    /// Phase 7: the prepared parts committed, durable stores first (a store in memory cannot fail
+    /// to commit), and the new versions of every written object.
+    ///
+    /// For a save across durable stores the commit point commits first: if that fails, nothing is
+    /// written anywhere. After it, the save has happened: a participant whose commit fails keeps
+    /// its part and writes it before its next save (``PreparedSave/commitOrKeep()``), and a crash
+    /// is finished by the next recovery.
+    func commit(_ prepared: [(identifier: String, part: any PreparedSave)]) throws(StoreError) -> [ObjectID: Int64] {
+        let durable = prepared.filter { storesByID[$0.identifier]!.isDurable }
+        let others = prepared.filter { !storesByID[$0.identifier]!.isDurable }
         var versions: [ObjectID: Int64] = [:]
-        for part in prepared {
-            try part.commit()
-            if versions.isEmpty {
-                versions = part.versions
+        func take(_ part: any PreparedSave) {
+            if versions.isEmpty { versions = part.versions } else { versions.merge(part.versions) { _, new in new } }
+        }
+        var committed: Set<String> = []
+        do {
+            if let crossStore {
+                let point = durable.first { $0.identifier == crossStore.commitPoint }!
+                try point.part.commit()
+                committed.insert(point.identifier)
+                take(point.part)
+                try coordinator.crashPoints.reach(.afterCommitPoint)
+                let rest = durable.filter { $0.identifier != crossStore.commitPoint }
+                for (index, participant) in rest.enumerated() {
+                    // The save has happened: a part that cannot be written now is kept for later.
+                    if (try? participant.part.commitOrKeep()) != nil { committed.insert(participant.identifier) }
+                    take(participant.part)
+                    if index < rest.count - 1 { try coordinator.crashPoints.reach(.betweenCommits) }
+                }
             } else {
-                versions.merge(part.versions) { _, new in new }
+                for (identifier, part) in durable {
+                    try part.commit()
+                    committed.insert(identifier)
+                    take(part)
+                }
+            }
+            for (_, part) in others {
+                try part.commit()
+                take(part)
+            }
+        } catch {
+            for (identifier, part) in prepared where !committed.contains(identifier) { part.rollback() }
+            giveBackHousekeeping(except: committed)
+            coordinator.crossStoreNotes.withLock { notes in
+                for (identifier, (_, records)) in forgotten where committed.contains(identifier) {
+                    notes.forgot(records)
+                }
+            }
+            throw error
+        }
+        coordinator.crossStoreNotes.withLock { notes in
+            for (identifier, (_, records)) in forgotten where committed.contains(identifier) { notes.forgot(records) }
+            if let crossStore, crossStore.others.allSatisfy(committed.contains) {
+                notes.finished[crossStore.commitPoint, default: [:]][crossStore.saveID] = crossStore.others
             }
         }
         return versions
+    }
+
+    /// Gives the housekeeping of stores whose writes did not commit back for their next save.
+    func giveBackHousekeeping(except committed: Set<String>) {
+        guard !forgotten.isEmpty else { return }
+        coordinator.crossStoreNotes.withLock { notes in
+            for (identifier, (housekeeping, records)) in forgotten where !committed.contains(identifier) {
+                notes.giveBack(housekeeping, records: records, for: identifier)
+            }
+        }
     }
 
     // MARK: - Pieces

@@ -31,6 +31,13 @@ public final class StoreCoordinator: @unchecked Sendable {
     private let registry = Locked<[any PersistentStore]>([])
     /// The attached stores by UUID, for the per-object lookups of every read.
     private let byIdentifier = Locked<[String: any PersistentStore]>([:])
+    /// Notes of saves across stores that every participant has: what each store may forget in its
+    /// next write (see ``SaveParticipation``).
+    let crossStoreNotes = Locked(CrossStoreNotes())
+    /// Where a test makes a save or a recovery stop as if the process died (see ``CrashPoint``).
+    let crashPoints = CrashPoints()
+    /// What recoveries finished (see ``recoverInterruptedSaves()``).
+    let lastRecoveryBox = Locked(RecoveryReport())
 
     /// Creates a coordinator with no stores.
     public init(model: ObjectModel) {
@@ -43,7 +50,9 @@ public final class StoreCoordinator: @unchecked Sendable {
     /// Opens and attaches a store.
     ///
     /// Adding a URL that is already attached for the same configuration returns the store already
-    /// attached; for another configuration it is a `.duplicateStore` error naming both.
+    /// attached; for another configuration it is a `.duplicateStore` error naming both. Saves
+    /// across stores that a crash interrupted are finished once their stores are all attached
+    /// (``recoverInterruptedSaves()``).
     /// - Parameters:
     ///   - type: the kind of store (SQLite, in-memory).
     ///   - configuration: the configuration to hold; nil or `"Default"` for every entity.
@@ -54,6 +63,15 @@ public final class StoreCoordinator: @unchecked Sendable {
     public func addStore(
         type: StoreType, configuration: String? = nil, url: URL? = nil, options: StoreOptions = StoreOptions()
     ) throws(StoreError) -> any PersistentStore {
+        let store = try attach(type: type, configuration: configuration, url: url, options: options)
+        try recoverInterruptedSaves()
+        return store
+    }
+
+    /// Opens and attaches a store (or returns the one attached at `url`), without recovering.
+    func attach(type: StoreType, configuration: String?, url: URL?, options: StoreOptions) throws(StoreError)
+        -> any PersistentStore
+    {
         let configuration = configuration == ObjectModel.defaultConfiguration ? nil : configuration
         if let url, let existing = attached(at: url) {
             guard existing.configuration == configuration else {

@@ -16,8 +16,8 @@ extension StoreCoordinator {
     /// migration cannot be inferred, fails the whole call before any store is touched. Then every
     /// migration is applied in its store's own transaction, all of them before any commits; if one
     /// fails, the others are rolled back and every store is left exactly as it was. Only then are
-    /// the stores opened and attached. (A crash between two commits can still leave the first store
-    /// migrated and the second not; opening them again migrates the second.)
+    /// the stores opened and attached, and the saves across them that a crash interrupted are
+    /// finished (``recoverInterruptedSaves()``).
     /// - Returns: the attached stores, in the order of `descriptions`.
     /// - Throws: ``StoreError`` of the first store that fails; stores this call attached are detached.
     @discardableResult
@@ -75,13 +75,21 @@ extension StoreCoordinator {
         for (index, description) in descriptions.enumerated() {
             do {
                 result.append(
-                    try addStore(
+                    try attach(
                         type: description.type, configuration: description.configuration, url: description.url,
                         options: description.options))
             } catch {
                 for store in stores where !before.contains(ObjectIdentifier(store)) { remove(store) }
                 throw StoreLoadFailure(index: index, error: error)
             }
+        }
+        // 4. Finish the saves across stores that a crash interrupted.
+        do {
+            try recoverInterruptedSaves()
+        } catch {
+            for store in stores where !before.contains(ObjectIdentifier(store)) { remove(store) }
+            let index = descriptions.firstIndex { $0.url.map(Self.canonical) == error.storeURL.map(Self.canonical) }
+            throw StoreLoadFailure(index: index ?? 0, error: error)
         }
         return result
     }

@@ -160,6 +160,9 @@ final class SQLiteConnection {
         try statement(sql).rows(arguments, map)
     }
 
+    /// Whether the connection can only read (SQLite opens a file it cannot write read-only).
+    var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
+
     /// The number of rows the last statement changed.
     var changes: Int { Int(sqlite3_changes(handle)) }
 }

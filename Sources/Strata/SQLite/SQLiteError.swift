@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 
 /// A failed SQLite call: the result code, SQLite's message, and the SQL that ran.
 public struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -18,6 +19,16 @@ public struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// The primary result code (`SQLITE_CONSTRAINT` for every constraint failure, say).
     public var primaryCode: Int32 { code & 0xff }
+
+    /// The store error for this failure while `doing` something: a full disk and a read-only
+    /// file get their own codes (so a server can answer 503 naming the store); the rest is `.io`.
+    func storeError(_ doing: String, url: URL?, entity: String? = nil) -> StoreError {
+        let code: StoreError.Code = isFull ? .full : isReadOnly ? .notWritable : .io
+        let reason =
+            isFull
+            ? "the disk or the store's size limit is full" : isReadOnly ? "the store's file cannot be written" : message
+        return StoreError(code, "\(doing): \(reason)", storeURL: url, entity: entity, underlying: self)
+    }
 
     /// The result code as a named value, matchable in `catch` and `switch`.
     public var resultCode: SQLiteResultCode { SQLiteResultCode(rawValue: code) }

@@ -1,23 +1,65 @@
 import CSQLite
 import Foundation
+import Synchronization
 
 extension SQLiteStore {
     public func prepare(_ changes: StoreChanges) throws(StoreError) -> any PreparedSave {
         if options.readOnly { throw StoreError(.readOnly, "the store is read-only", storeURL: url) }
         let db = try acquireWriter()
         do {
-            try db.execute("BEGIN IMMEDIATE")
+            try writeKeptChanges(db)
         } catch {
             releaseWriter()
-            throw StoreError(.io, "cannot begin a transaction: \(error.message)", storeURL: url, underlying: error)
+            throw error
+        }
+        do {
+            let versions = try write(changes, db)
+            return SQLitePreparedSave(store: self, versions: versions, changes: changes)
+        } catch {
+            releaseWriter()
+            throw error
+        }
+    }
+
+    /// Begins a transaction on the writer (held by the caller) and writes `changes` with their
+    /// participation and housekeeping in it, leaving it open; rolled back when anything fails.
+    func write(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) -> [ObjectID: Int64] {
+        do {
+            try db.execute("BEGIN IMMEDIATE")
+        } catch {
+            throw writeError(error, "cannot begin a transaction")
         }
         do {
             let versions = try apply(changes, db)
-            return SQLitePreparedSave(store: self, versions: versions)
+            try writeCrossStoreNotes(changes, db)
+            return versions
         } catch {
             try? db.execute("ROLLBACK")
-            releaseWriter()
             throw error
+        }
+    }
+
+    /// Writes, each in its own transaction, the kept parts of saves across stores (writer held).
+    /// - Throws: `.unsettled` naming why the oldest still cannot be written; nothing else is then
+    ///   saved.
+    func writeKeptChanges(_ db: SQLiteConnection) throws(StoreError) {
+        while let kept = keptChanges.withLock({ $0.first }) {
+            do {
+                _ = try write(kept, db)
+                do {
+                    try commitTransaction(db)
+                } catch {
+                    throw writeError(error, "cannot commit")
+                }
+            } catch {
+                try? db.execute("ROLLBACK")
+                let reason = (error as? StoreError)?.message ?? "\(error)"
+                throw StoreError(
+                    .unsettled,
+                    "the store still owes its part of a save across stores and cannot write it: \(reason)",
+                    storeURL: url, underlying: error as? StoreError)
+            }
+            keptChanges.withLock { _ = $0.removeFirst() }
         }
     }
 
@@ -245,8 +287,7 @@ extension SQLiteStore {
                 .uniqueViolation, "another \(entity) already has the same \(fields.joined(separator: " and "))",
                 storeURL: url, entity: entity, fields: fields, underlying: error)
         }
-        return StoreError(
-            .io, "SQLite write failed: \(error.message)", storeURL: url, entity: entity, underlying: error)
+        return writeError(error, "SQLite write failed", entity: entity)
     }
 
     private func sqlite<T>(_ body: () throws -> T) throws(StoreError) -> T {
@@ -259,13 +300,28 @@ extension SQLiteStore {
         }
     }
 
-    func finish(commit: Bool) throws(StoreError) {
+    /// Commits the writer's open transaction (writer held).
+    func commitTransaction(_ db: SQLiteConnection) throws(SQLiteError) {
+        #if DEBUG
+            let failing = failingCommits.load(ordering: .relaxed)
+            if failing > 0 {
+                failingCommits.store(failing - 1, ordering: .relaxed)
+                throw SQLiteError(code: SQLiteResultCode.full.rawValue, message: "database or disk is full")
+            }
+        #endif
+        try db.execute("COMMIT")
+    }
+
+    /// Ends the open transaction; with `keep`, a failed commit's changes are kept to be written
+    /// before the next save (under the writer, so no other save comes first).
+    func finish(commit: Bool, keep: StoreChanges? = nil) throws(StoreError) {
         defer { releaseWriter() }
-        do {
-            try writer.execute(commit ? "COMMIT" : "ROLLBACK")
+        do throws(SQLiteError) {
+            if commit { try commitTransaction(writer) } else { try writer.execute("ROLLBACK") }
         } catch {
             try? writer.execute("ROLLBACK")
-            throw StoreError(.io, "cannot commit: \(error.message)", storeURL: url, underlying: error)
+            if let keep { keptChanges.withLock { $0.append(keep) } }
+            throw writeError(error, "cannot commit")
         }
     }
 }
@@ -275,11 +331,14 @@ final class SQLitePreparedSave: PreparedSave, @unchecked Sendable {
     // Safe to share: `finished` is only touched under `state`'s lock; the store serializes the rest.
     let store: SQLiteStore
     let versions: [ObjectID: Int64]
+    /// What was written, to keep when a commit that must happen fails.
+    let changes: StoreChanges
     private let state = Locked(false)
 
-    init(store: SQLiteStore, versions: [ObjectID: Int64]) {
+    init(store: SQLiteStore, versions: [ObjectID: Int64], changes: StoreChanges) {
         self.store = store
         self.versions = versions
+        self.changes = changes
     }
 
     private func take() -> Bool {
@@ -292,6 +351,11 @@ final class SQLitePreparedSave: PreparedSave, @unchecked Sendable {
     func commit() throws(StoreError) {
         guard take() else { return }
         try store.finish(commit: true)
+    }
+
+    func commitOrKeep() throws(StoreError) {
+        guard take() else { return }
+        try store.finish(commit: true, keep: changes)
     }
 
     func rollback() {

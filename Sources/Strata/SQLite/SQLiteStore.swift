@@ -11,7 +11,7 @@ import Synchronization
 /// migrates it when ``StoreOptions/migrate`` is set (see ``MigrationPlan``), and is otherwise an
 /// `.incompatibleModel` error naming the entities that differ and what a migration would do.
 public final class SQLiteStore: PersistentStore, @unchecked Sendable {
-    // Safe to share: the writer connection is used only while `writerGate` is held; reader
+    // Safe to share: the writer connection is used (and replaced) only while `writerGate` is held; reader
     // connections are taken out of `readers` by one caller at a time; the rest is immutable
     // after init, except the key counters and `isClosed`, which live behind locks.
     public let type = StoreType.sqlite
@@ -23,8 +23,20 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
 
     let model: ObjectModel
     let schema: SQLiteSchema
-    let writer: SQLiteConnection
+    /// The writer connection: replaced (under `writerGate`) when it was opened read-only and the
+    /// file has become writable again.
+    private(set) var writer: SQLiteConnection
     private let writerGate = DispatchSemaphore(value: 1)
+    /// Set when a write failed because the file cannot be written: the next write reopens the
+    /// writer connection first (SQLite opens an unwritable file read-only and stays so).
+    let writerNeedsReopen = Atomic<Bool>(false)
+    /// Parts of saves across stores whose commit failed after their commit point committed: they
+    /// are written before anything else this store saves (see ``PreparedSave/commitOrKeep()``).
+    let keptChanges = Locked<[StoreChanges]>([])
+    #if DEBUG
+        /// Test hook: how many of the next commits fail as on a full disk (read under the writer).
+        let failingCommits = Atomic<Int>(0)
+    #endif
     private let readers = Locked<[SQLiteConnection]>([])
     private let nextKeys: Locked<[String: Int64]>
     /// The ID home of each entity this store holds (and of every entity a relationship here
@@ -309,7 +321,27 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             writerGate.signal()
             throw StoreError(.closed, "the store is closed", storeURL: url)
         }
+        if writerNeedsReopen.load(ordering: .acquiring) { reopenWriter() }
         return writer
+    }
+
+    /// Opens the writer connection again (writer gate held), keeping the old one unless the new
+    /// one can write.
+    private func reopenWriter() {
+        guard let url,
+            let fresh = try? SQLiteConnection(path: url.path, readOnly: false), !fresh.isReadOnly,
+            (try? fresh.execute("PRAGMA journal_mode=WAL")) != nil,
+            (try? fresh.execute("PRAGMA synchronous=\(options.durability == .full ? "FULL" : "NORMAL")")) != nil
+        else { return }
+        writer = fresh
+        writerNeedsReopen.store(false, ordering: .releasing)
+    }
+
+    /// A store error for a failed write, noting a file that cannot be written so that the next
+    /// write opens it again.
+    func writeError(_ error: SQLiteError, _ doing: String, entity: String? = nil) -> StoreError {
+        if error.isReadOnly { writerNeedsReopen.store(true, ordering: .releasing) }
+        return error.storeError(doing, url: url, entity: entity)
     }
 
     func releaseWriter() { writerGate.signal() }
@@ -327,6 +359,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         let home = homes[entity] ?? ObjectID.Home.of(entity: entity, store: metadata.identifier)
         return (0..<Int64(count)).map { ObjectID(home: home, primaryKey: first + $0) }
     }
+
+    public var isDurable: Bool { true }
 
     /// The database file and its write-ahead log.
     public var storageBytes: Int64? {

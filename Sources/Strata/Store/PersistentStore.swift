@@ -123,6 +123,11 @@ public struct StoreChanges: Sendable, Hashable {
     public var updates: [StoreUpdate]
     /// Deleted objects.
     public var deletes: [StoreDeletion]
+    /// This store's part in a save across several durable stores, written in the same
+    /// transaction (see ``SaveParticipation``); nil for a save of this store alone.
+    public var participation: SaveParticipation?
+    /// Finished records and marks the store may forget in the same transaction.
+    public var housekeeping = StoreHousekeeping()
 
     /// Creates a change set.
     public init(inserts: [StoreRow] = [], updates: [StoreUpdate] = [], deletes: [StoreDeletion] = []) {
@@ -131,7 +136,7 @@ public struct StoreChanges: Sendable, Hashable {
         self.deletes = deletes
     }
 
-    /// Whether there is nothing to write.
+    /// Whether there is nothing to write (housekeeping alone is not worth a transaction).
     public var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
 }
 
@@ -144,8 +149,18 @@ public protocol PreparedSave: AnyObject, Sendable {
     var versions: [ObjectID: Int64] { get }
     /// Makes the changes durable.
     func commit() throws(StoreError)
+    /// Makes the changes durable, or, when that fails, keeps them to be written before anything
+    /// else the store is asked to save (whose `prepare` then fails while they still cannot be
+    /// written): for the participants of a save across stores after its commit point committed,
+    /// whose part must happen. Stores that cannot fail to commit just commit.
+    /// - Throws: the commit's error, after keeping the changes.
+    func commitOrKeep() throws(StoreError)
     /// Discards the changes.
     func rollback()
+}
+
+extension PreparedSave {
+    public func commitOrKeep() throws(StoreError) { try commit() }
 }
 
 /// A place where objects live: SQLite files, memory, and later other back ends.
@@ -183,10 +198,28 @@ public protocol PersistentStore: AnyObject, Sendable {
     func close()
     /// The bytes the store takes where it lives (its files, say); nil when it does not measure them.
     var storageBytes: Int64? { get }
+
+    /// Whether the store's commits survive the process (a file or a server, not memory): only such
+    /// stores take part in the crash recovery of saves across stores.
+    var isDurable: Bool { get }
+    /// The records this store keeps as the commit point of saves across stores that may not be
+    /// finished everywhere (see ``SaveParticipation``).
+    func crossStoreRecords() throws(StoreError) -> [CrossStoreRecord]
+    /// Whether this store applied the save across stores `saveID`.
+    func hasApplied(saveID: String) throws(StoreError) -> Bool
+    /// Every save across stores this store noted as applied (and not forgotten yet).
+    func appliedSaves() throws(StoreError) -> [AppliedSave]
+    /// Forgets finished records and released marks now, in a transaction of its own.
+    func forget(_ housekeeping: StoreHousekeeping) throws(StoreError)
 }
 
 extension PersistentStore {
     public var storageBytes: Int64? { nil }
+    public var isDurable: Bool { false }
+    public func crossStoreRecords() throws(StoreError) -> [CrossStoreRecord] { [] }
+    public func hasApplied(saveID: String) throws(StoreError) -> Bool { false }
+    public func appliedSaves() throws(StoreError) -> [AppliedSave] { [] }
+    public func forget(_ housekeeping: StoreHousekeeping) throws(StoreError) {}
 
     /// The store's UUID.
     public var identifier: String { metadata.identifier }

@@ -51,6 +51,15 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case invalidRequest
         /// The store was closed.
         case closed
+        /// The disk, or the store's size limit, is full: nothing was written; writes work again
+        /// once there is room.
+        case full
+        /// The store's files cannot be written (a read-only file or file system): nothing was
+        /// written; writes work again once they can be.
+        case notWritable
+        /// The store owes the rest of a save across stores that it could not write yet; it takes
+        /// no other save until it has (see `message` for why).
+        case unsettled
     }
 
     /// What went wrong.

@@ -1,3 +1,4 @@
+import Foundation
 import Strata
 import StrataHTTP
 
@@ -158,6 +159,14 @@ extension Problem {
                 error.message, error.fields.map { FieldError(field: $0, code: "invalid", message: error.message) })
         case .notFound: self = .notFound(error.message)
         case .closed, .noStoreForEntity: self = Problem(503, "Service Unavailable", error.message)
+        case .full, .notWritable, .unsettled:
+            // The store is named: the operator knows which disk or file to look at; reads go on.
+            var problem = Problem(
+                503, "Service Unavailable",
+                "\(error.message)\(error.storeURL.map { " (store \($0.path))" } ?? ""); nothing was written, try again later",
+                headers: [("Retry-After", "5")])
+            if let url = error.storeURL { problem.extra["store"] = .string(url.path) }
+            self = problem
         default: self = Problem(500, "Internal Server Error", error.message)
         }
     }
