@@ -12,6 +12,8 @@ enum CrashPoint: String, Sendable, CaseIterable {
     case betweenCommits = "between-commits"
     /// While recovering: after one participant's missing part was written, before the next.
     case duringRecovery = "during-recovery"
+    /// In a migration of several stores: after the first store's migration committed.
+    case betweenMigrationCommits = "between-migration-commits"
 }
 
 /// The crash tests' hook into a coordinator. Tests of the library set ``stop`` (the save then

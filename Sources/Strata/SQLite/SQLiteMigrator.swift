@@ -419,6 +419,20 @@ final class SQLitePreparedMigration: PreparedMigration {
         self.plan = plan
     }
 
+    func keep(_ record: MigrationRecord) throws(StoreError) {
+        do {
+            try db.run(
+                "INSERT OR REPLACE INTO \(SQLiteStore.metadataTable) (key, value) VALUES (?, ?)",
+                [.text(SQLiteStore.migrationRecordKey), .text(record.text)])
+        } catch {
+            throw error.storeError("cannot record the migration of several stores", url: url)
+        }
+    }
+
+    func forgetRecord() {
+        try? db.run("DELETE FROM \(SQLiteStore.metadataTable) WHERE key = ?", [.text(SQLiteStore.migrationRecordKey)])
+    }
+
     /// Commits the migration.
     func commit() throws(StoreError) {
         guard !finished else { return }

@@ -170,6 +170,9 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         return "the store was written with a different model (" + parts.joined(separator: "; ") + ")"
     }
 
+    /// The metadata key of a kept ``MigrationRecord``.
+    static let migrationRecordKey = "interruptedMigration"
+
     /// The metadata key naming the store a `split` target is copied from.
     static let splitSourceKey = "splitSource"
     /// The metadata key holding a `split` target's state (``splitStateCopying`` or ``splitStateComplete``).

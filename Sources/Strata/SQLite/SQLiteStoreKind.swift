@@ -52,7 +52,29 @@ struct SQLiteStoreKind: StoreKind {
                 storeURL: url)
         }
         guard plan.isPossible else { throw StoreError(.incompatibleModel, plan.refusalMessage, storeURL: url) }
-        return SQLitePendingMigration(db: db, plan: plan, model: model, configuration: configuration, url: url)
+        return SQLitePendingMigration(
+            db: db, plan: plan, model: model, configuration: configuration, url: url, storeIdentifier: found.identifier,
+            targetHashes: hashes)
+    }
+
+    func storedState(of description: StoreDescription) throws(StoreError) -> StoredState? {
+        guard let url = description.url, FileManager.default.fileExists(atPath: url.path) else { return nil }
+        let file = try SQLiteStore.snapshot(of: url)
+        guard let values = SQLiteStore.metadataValues(in: file) else { return nil }
+        return StoredState(
+            metadata: try SQLiteStore.metadata(from: values, url: url),
+            migrationRecord: values[SQLiteStore.migrationRecordKey].flatMap(MigrationRecord.init(text:)))
+    }
+
+    func forgetMigrationRecord(of description: StoreDescription) throws(StoreError) {
+        guard let url = description.url else { return }
+        do {
+            let db = try SQLiteConnection(path: url.path)
+            try db.run(
+                "DELETE FROM \(SQLiteStore.metadataTable) WHERE key = ?", [.text(SQLiteStore.migrationRecordKey)])
+        } catch {
+            throw error.storeError("cannot forget the finished migration's record", url: url)
+        }
     }
 
     func inspect(_ url: URL, model: ObjectModel?, history: [ObjectModel]) throws(StoreError) -> StoreInspection {
@@ -106,13 +128,20 @@ final class SQLitePendingMigration: PendingMigration {
     let model: ObjectModel
     let configuration: String?
     let url: URL
+    let storeIdentifier: String
+    let targetHashes: [String: String]
 
-    init(db: SQLiteConnection, plan: MigrationPlan, model: ObjectModel, configuration: String?, url: URL) {
+    init(
+        db: SQLiteConnection, plan: MigrationPlan, model: ObjectModel, configuration: String?, url: URL,
+        storeIdentifier: String, targetHashes: [String: String]
+    ) {
         self.db = db
         self.plan = plan
         self.model = model
         self.configuration = configuration
         self.url = url
+        self.storeIdentifier = storeIdentifier
+        self.targetHashes = targetHashes
     }
 
     func prepare() throws(StoreError) -> any PreparedMigration {

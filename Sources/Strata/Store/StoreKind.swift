@@ -27,6 +27,15 @@ public protocol StoreKind: Sendable {
     /// Whether the store at `url` is one of this kind (read without changing it).
     func recognizes(_ url: URL) -> Bool
 
+    /// What the stored store of `description` records about itself (UUID, configuration,
+    /// hashes) and the migration across stores it took part in, if its record is still kept;
+    /// nil for a store not created yet. Reads without changing anything.
+    func storedState(of description: StoreDescription) throws(StoreError) -> StoredState?
+
+    /// Forgets the ``MigrationRecord`` the stored store of `description` keeps, once every
+    /// participant has its migration.
+    func forgetMigrationRecord(of description: StoreDescription) throws(StoreError)
+
     /// What the store at `url` records about itself, and what a migration to `model` would do.
     /// - Throws: `.io` for a missing or unreadable store, `.incompatibleModel` for one of another
     ///   kind.
@@ -40,8 +49,60 @@ public protocol StoreKind: Sendable {
     ) throws(StoreError) -> SplitReport
 }
 
+/// What a stored store says about itself before it is opened.
+public struct StoredState: Sendable, Hashable {
+    /// UUID, configuration, model version and entity hashes.
+    public var metadata: StoreMetadata
+    /// The migration of several stores this store committed first, while its record is kept
+    /// (see ``MigrationRecord``).
+    public var migrationRecord: MigrationRecord?
+
+    /// Creates a state.
+    public init(metadata: StoreMetadata, migrationRecord: MigrationRecord?) {
+        self.metadata = metadata
+        self.migrationRecord = migrationRecord
+    }
+}
+
+/// A migration of several stores, as the first store to commit keeps it until all have: so that
+/// one interrupted between the stores' commits is finished on the next open (even with migration
+/// turned off), or refused with a clear reason when opened with another model.
+public struct MigrationRecord: Sendable, Hashable {
+    /// Each participant's store UUID and the entity hashes its migration leads to.
+    public var targets: [String: [String: String]]
+    /// The version identifier of the model migrated to.
+    public var modelVersion: String?
+
+    /// Creates a record.
+    public init(targets: [String: [String: String]], modelVersion: String?) {
+        self.targets = targets
+        self.modelVersion = modelVersion
+    }
+
+    /// The record as JSON text, as a store keeps it.
+    public var text: String {
+        JSONValue.object([
+            "targets": .object(targets.mapValues { .object($0.mapValues { .string($0) }) }),
+            "modelVersion": modelVersion.map { .string($0) } ?? .null,
+        ]).jsonText
+    }
+
+    /// A record a store kept.
+    public init?(text: String) {
+        guard case .object(let members)? = try? JSONValue.parse(Array(text.utf8)),
+            case .object(let targets)? = members["targets"]
+        else { return nil }
+        self.targets = targets.compactMapValues { $0.objectValue?.compactMapValues(\.stringValue) }
+        modelVersion = members["modelVersion"]?.stringValue
+    }
+}
+
 /// A migration of one stored store, planned and checked but not begun.
 public protocol PendingMigration: AnyObject {
+    /// The store's UUID.
+    var storeIdentifier: String { get }
+    /// The entity hashes the store has after it.
+    var targetHashes: [String: String] { get }
     /// What it does.
     var plan: MigrationPlan { get }
     /// Applies it in the store's own transaction, left open until committed or rolled back.
@@ -52,10 +113,14 @@ public protocol PendingMigration: AnyObject {
 /// A migration applied in an open transaction, waiting to be committed or rolled back with the
 /// other stores of its coordinator.
 public protocol PreparedMigration: AnyObject {
+    /// Keeps `record` in the open transaction, for the first store of a migration of several.
+    func keep(_ record: MigrationRecord) throws(StoreError)
     /// Makes the migration durable.
     func commit() throws(StoreError)
     /// Discards it; the store is as it was.
     func rollback()
+    /// After every store of the migration committed: forgets the kept record.
+    func forgetRecord()
 }
 
 extension StoreType {
@@ -88,6 +153,10 @@ struct InMemoryStoreKind: StoreKind {
     { nil }
 
     func recognizes(_ url: URL) -> Bool { false }
+
+    func storedState(of description: StoreDescription) throws(StoreError) -> StoredState? { nil }
+
+    func forgetMigrationRecord(of description: StoreDescription) throws(StoreError) {}
 
     func inspect(_ url: URL, model: ObjectModel?, history: [ObjectModel]) throws(StoreError) -> StoreInspection {
         throw StoreError(.invalidRequest, "an in-memory store has no file to inspect", storeURL: url)
