@@ -18,18 +18,23 @@ enum ServeCommand {
           --data-dir DIR          folder of the default SQLite stores (STRATA_DATA_DIR, default ./data)
           --model PATH            model file: JSON, .xcdatamodel or .xcdatamodeld; repeatable
                                   (STRATA_MODEL, comma-separated; default: the embedded example model)
-          --store CONFIG=SPEC     store of a configuration: sqlite:PATH or memory:; repeatable
-                                  (STRATA_STORE, comma-separated); Default=SPEC puts every entity in one store
+          --store CONFIG=SPEC     store of a configuration: sqlite:PATH, sqlite:PATH?durability=normal or
+                                  memory:; repeatable (STRATA_STORE, comma-separated); Default=SPEC puts
+                                  every entity in one store
           --max-body-bytes N      larger request bodies get 413 (STRATA_MAX_BODY_BYTES, default 1048576)
           --max-connections N     simultaneous connections (STRATA_MAX_CONNECTIONS, default 1024)
           --log-format FORMAT     text or json access-log lines on stderr (STRATA_LOG_FORMAT, default text)
-          --durability MODE       full (default) or normal SQLite synchronous mode (STRATA_DURABILITY)
+          --durability MODE       full (default): an acknowledged write survives power loss; normal: it
+                                  survives a crash of the process, and power loss may lose the last
+                                  writes (never corrupts); for every SQLite store (STRATA_DURABILITY)
           --migrate, --no-migrate migrate stores written with an older model when loading them, all
                                   together or none (STRATA_MIGRATE=true|false, default on); an
                                   .xcdatamodeld model's versions are the steps
           --help                  this text
 
         The default stores are <data-dir>/<configuration>.sqlite, one per configuration of the model.
+        Saves across stores are all or nothing, also across a crash: on start-up (while /ready
+        answers 503) the server finishes any that a crash interrupted, and logs what it finished.
         SIGTERM or SIGINT stops accepting, finishes requests in flight, closes the stores and exits 0.
         """
 

@@ -7,15 +7,27 @@ public struct StoreSpec: Sendable, Hashable {
     public var type: StoreType
     /// The SQLite file (relative paths are relative to the working directory).
     public var path: String?
+    /// This store's durability, when it differs from the server's `--durability`.
+    public var durability: StoreOptions.Durability?
 
-    /// Parses `sqlite:PATH` or `memory:`.
+    /// Parses `sqlite:PATH`, `sqlite:PATH?durability=full|normal` or `memory:`.
     public init?(_ text: String) {
         if text == "memory:" || text == "memory" {
             type = .inMemory
             path = nil
         } else if text.hasPrefix("sqlite:"), text.count > "sqlite:".count {
             type = .sqlite
-            path = String(text.dropFirst("sqlite:".count))
+            var rest = String(text.dropFirst("sqlite:".count))
+            if let question = rest.lastIndex(of: "?") {
+                let query = rest[rest.index(after: question)...]
+                guard query.hasPrefix("durability="),
+                    let durability = StoreOptions.Durability(rawValue: String(query.dropFirst("durability=".count)))
+                else { return nil }
+                self.durability = durability
+                rest = String(rest[..<question])
+            }
+            guard !rest.isEmpty else { return nil }
+            path = rest
         } else {
             return nil
         }
@@ -61,7 +73,9 @@ public struct ServerOptions: Sendable {
     public func storeDescriptions(for model: ObjectModel) -> [StoreDescription] {
         let options = StoreOptions(durability: durability, migrate: migrate, modelHistory: modelHistory)
         func description(_ configuration: String?, _ spec: StoreSpec) -> StoreDescription {
-            StoreDescription(
+            var options = options
+            if let durability = spec.durability { options.durability = durability }
+            return StoreDescription(
                 type: spec.type, configuration: configuration, url: spec.path.map { URL(fileURLWithPath: $0) },
                 options: options)
         }

@@ -97,6 +97,8 @@ public final class StrataServerInstance: Sendable {
                     document
                 })
             coordinator.withLock { $0 = container.coordinator }
+            let recovered = container.coordinator.lastRecovery
+            if !recovered.isEmpty { log("strata: recovery: " + Self.describe(recovered, in: container.coordinator)) }
             service.withLock { $0 = rest }
         } catch {
             http.stop()
@@ -112,6 +114,25 @@ public final class StrataServerInstance: Sendable {
         if let coordinator = coordinator.withLock({ $0 }) {
             for store in coordinator.stores { coordinator.remove(store) }
         }
+    }
+
+    /// What a recovery did, naming stores by configuration and place.
+    static func describe(_ report: RecoveryReport, in reads: any CommittedReads) -> String {
+        let summaries = reads.storeSummaries
+        func name(_ identifier: String) -> String {
+            guard let store = summaries.first(where: { $0.identifier == identifier }) else { return "store \(identifier)" }
+            return "\(store.configuration ?? ObjectModel.defaultConfiguration) (\(store.url?.path ?? "memory"))"
+        }
+        var text =
+            "finished \(report.finishedSaves) interrupted save\(report.finishedSaves == 1 ? "" : "s") across stores"
+        if !report.repairedStores.isEmpty {
+            text +=
+                "; wrote their missing parts into "
+                + report.repairedStores.sorted { $0.key < $1.key }.map { "\(name($0.key)): \($0.value)" }.joined(
+                    separator: ", ")
+        }
+        if report.waitingSaves > 0 { text += "; \(report.waitingSaves) wait for stores that are not attached" }
+        return text
     }
 
     static func notReady(_ request: HTTPRequest, metrics: Metrics) -> HTTPResponse {
