@@ -91,6 +91,11 @@ struct HTTPBench {
                 "commits"
             ),
             (
+                "POST /_batch (two stores)",
+                #"wrk.method = 'POST'; wrk.path = '/_batch'; wrk.body = '{"operations": [{"method": "POST", "path": "/authors", "body": {"name": "bench"}}, {"method": "POST", "path": "/search-logs", "body": {"query": "bench"}}]}'; wrk.headers['Content-Type'] = 'application/json'"#,
+                "commits"
+            ),
+            (
                 "PATCH /books/{id}",
                 "request = function() return wrk.format('PATCH', '/books/' .. \(randomBook), {['Content-Type'] = 'application/json'}, '{\"rating\": ' .. math.random(0, 5) .. '}') end",
                 "commits"

@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Kills `strata serve` with SIGKILL while it writes, restarts it, and checks what survived.
+
+Random mode (the default): the example model (Catalog and Activity stores). Several connections
+stream `POST /_batch` requests that create an Author (Catalog) and a SearchLog (Activity) with the
+same marker, and single `POST /tags`; the server is killed at a random moment, restarted on the
+same data folder, and checked:
+  - every acknowledged write is present (batches: both objects; tags);
+  - no batch is half applied (each marker has both objects or neither, acknowledged or not);
+  - every store file passes PRAGMA integrity_check;
+  - the server is ready again (GET /ready is 200).
+
+Deterministic mode (--points): a debug build's STRATA_CRASH_AT kills the server at a chosen point
+of a save across three stores (after the commit point, between the other commits) and of the
+recovery after it; after a restart without it the save must be complete.
+
+Usage: scripts/crash-harness.py [--binary .build/debug/strata] [--cycles 20] [--seed N] [--points]
+Prints one line per cycle and ends with "crash harness: N cycles, N failures"; exits 1 on failure.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import random
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One `strata serve` process on a data folder."""
+
+    def __init__(self, binary, data, port, model=None, env=None):
+        self.port = port
+        args = [binary, "serve", "--port", str(port), "--data-dir", data]
+        if model:
+            args += ["--model", model]
+        self.log = open(os.path.join(data, "server.log"), "ab")
+        environment = dict(os.environ)
+        environment.pop("STRATA_CRASH_AT", None)
+        environment.update(env or {})
+        self.process = subprocess.Popen(args, stdout=self.log, stderr=self.log, env=environment)
+
+    def wait_ready(self, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                c.request("GET", "/ready")
+                if c.getresponse().status == 200:
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.02)
+        return False
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        self.log.close()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
+
+def request(connection, method, path, body=None):
+    data = json.dumps(body) if body is not None else None
+    connection.request(method, path, body=data, headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    return response.status, response.read()
+
+
+class Ledger:
+    """What the writers were told."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.batches = set()  # acknowledged markers
+        self.tags = set()
+
+    def add(self, kind, marker):
+        with self.lock:
+            (self.batches if kind == "batch" else self.tags).add(marker)
+
+
+def writer(port, ledger, stop, kind):
+    connection = None
+    while not stop.is_set():
+        marker = uuid.uuid4().hex[:12]
+        try:
+            if connection is None:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            if kind == "batch":
+                status, _ = request(connection, "POST", "/_batch", {"operations": [
+                    {"method": "POST", "path": "/authors", "body": {"name": "b-" + marker}},
+                    {"method": "POST", "path": "/search-logs", "body": {"query": "b-" + marker}},
+                ]})
+                if status == 200:
+                    ledger.add("batch", marker)
+            else:
+                status, _ = request(connection, "POST", "/tags", {"name": "t-" + marker})
+                if status == 201:
+                    ledger.add("tag", marker)
+        except (OSError, http.client.HTTPException):
+            connection = None
+            time.sleep(0.005)
+
+
+def read_only(path):
+    return sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+
+
+def integrity(path):
+    if not os.path.exists(path):
+        return "missing"
+    with read_only(path) as db:
+        return db.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+def check_example(data, ledger):
+    problems = []
+    catalog = os.path.join(data, "catalog.sqlite")
+    activity = os.path.join(data, "activity.sqlite")
+    for path in (catalog, activity):
+        result = integrity(path)
+        if result != "ok":
+            problems.append("%s: integrity_check says %s" % (os.path.basename(path), result))
+    with read_only(catalog) as db:
+        authors = {row[0][2:] for row in db.execute("SELECT name FROM Author WHERE name LIKE 'b-%'")}
+        tags = {row[0][2:] for row in db.execute("SELECT name FROM Tag WHERE name LIKE 't-%'")}
+    with read_only(activity) as db:
+        logs = {row[0][2:] for row in db.execute("SELECT query FROM SearchLog WHERE query LIKE 'b-%'")}
+    for marker in sorted(ledger.batches - (authors & logs)):
+        problems.append("acknowledged batch %s is missing (author %s, log %s)"
+                        % (marker, marker in authors, marker in logs))
+    for marker in sorted(authors ^ logs):
+        problems.append("batch %s is half applied (author %s, log %s)" % (marker, marker in authors, marker in logs))
+    for marker in sorted(ledger.tags - tags):
+        problems.append("acknowledged tag %s is missing" % marker)
+    return problems, len(authors & logs), len(tags)
+
+
+def random_cycles(binary, cycles, rng, connections):
+    failures = 0
+    recoveries = 0
+    data = tempfile.mkdtemp(prefix="strata-crash-")
+    ledger = Ledger()
+    for cycle in range(1, cycles + 1):
+        port = free_port()
+        server = Server(binary, data, port)
+        if not server.wait_ready():
+            print("cycle %d: FAILED: the server did not become ready after the restart" % cycle)
+            server.kill()
+            failures += 1
+            break
+        stop = threading.Event()
+        threads = [threading.Thread(target=writer, args=(port, ledger, stop, "batch" if i % 3 else "tag"))
+                   for i in range(connections)]
+        for thread in threads:
+            thread.start()
+        time.sleep(rng.uniform(0.05, 0.8))
+        server.kill()
+        stop.set()
+        for thread in threads:
+            thread.join()
+        # Restart: recovery runs before /ready answers 200.
+        port = free_port()
+        log_size = os.path.getsize(os.path.join(data, "server.log"))
+        server = Server(binary, data, port)
+        ready = server.wait_ready()
+        with open(os.path.join(data, "server.log"), "rb") as f:
+            f.seek(log_size)
+            recovered = sum(1 for line in f if b"recovery: finished" in line)
+        problems, batches, tags = check_example(data, ledger)
+        if not ready:
+            problems.append("the server did not become ready after the restart")
+        server.stop()
+        status = "ok" if not problems else "FAILED"
+        recoveries += recovered
+        print("cycle %d: %s: %d acknowledged batches, %d tags acknowledged; stores hold %d batches, %d tags%s"
+              % (cycle, status, len(ledger.batches), len(ledger.tags), batches, tags,
+                 "; the restart finished an interrupted batch" if recovered else ""))
+        for problem in problems[:10]:
+            print("    " + problem)
+        if problems:
+            failures += 1
+    print("random kills: %d of %d restarts finished a batch the kill had interrupted between its stores"
+          % (recoveries, cycles))
+    return failures
+
+
+THREE_STORES = {
+    "name": "Ledger", "version": "1",
+    "entities": [
+        {"name": "Order", "attributes": [{"name": "code", "type": "string"}]},
+        {"name": "Audit", "attributes": [{"name": "code", "type": "string"}]},
+        {"name": "Gauge", "attributes": [{"name": "code", "type": "string"}]},
+    ],
+    "configurations": [
+        {"name": "Orders", "entities": ["Order"]},
+        {"name": "Audits", "entities": ["Audit"]},
+        {"name": "Gauges", "entities": ["Gauge"]},
+    ],
+}
+
+
+def point_cycles(binary):
+    """Each crash point of a save across three stores, and a crash during the recovery after it."""
+    failures = 0
+    scenarios = [("after-commit-point", None), ("between-commits", None),
+                 ("after-commit-point", "during-recovery")]
+    for cycle, (point, recovery_point) in enumerate(scenarios, 1):
+        data = tempfile.mkdtemp(prefix="strata-crash-point-")
+        model = os.path.join(data, "ledger.json")
+        with open(model, "w") as f:
+            json.dump(THREE_STORES, f)
+        problems = []
+        port = free_port()
+        server = Server(binary, data, port, model=model, env={"STRATA_CRASH_AT": point})
+        if not server.wait_ready():
+            problems.append("the server did not start")
+        marker = uuid.uuid4().hex[:12]
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            status, _ = request(c, "POST", "/_batch", {"operations": [
+                {"method": "POST", "path": "/orders", "body": {"code": marker}},
+                {"method": "POST", "path": "/audits", "body": {"code": marker}},
+                {"method": "POST", "path": "/gauges", "body": {"code": marker}},
+            ]})
+            problems.append("the batch was answered %d: the server did not stop at %s" % (status, point))
+        except (OSError, http.client.HTTPException):
+            pass  # killed where it was told
+        server.process.wait()
+        server.log.close()
+        if server.process.returncode != -signal.SIGKILL:
+            problems.append("the server ended with %s, not SIGKILL" % server.process.returncode)
+        counts = {}
+        for name in ("orders", "audits", "gauges"):
+            with read_only(os.path.join(data, name + ".sqlite")) as db:
+                table = {"orders": "Order", "audits": "Audit", "gauges": "Gauge"}[name]
+                counts[name] = db.execute('SELECT count(*) FROM "%s"' % table).fetchone()[0]
+        if recovery_point:
+            port = free_port()
+            server = Server(binary, data, port, model=model, env={"STRATA_CRASH_AT": recovery_point})
+            server.process.wait()
+            server.log.close()
+            if server.process.returncode != -signal.SIGKILL:
+                problems.append("the recovery did not stop at %s (%s)" % (recovery_point, server.process.returncode))
+        port = free_port()
+        server = Server(binary, data, port, model=model)
+        if not server.wait_ready():
+            problems.append("the server did not become ready after the restart")
+        server.stop()
+        finished = {}
+        for name, table in (("orders", "Order"), ("audits", "Audit"), ("gauges", "Gauge")):
+            path = os.path.join(data, name + ".sqlite")
+            if integrity(path) != "ok":
+                problems.append("%s fails integrity_check" % name)
+            with read_only(path) as db:
+                finished[name] = db.execute('SELECT count(*) FROM "%s" WHERE code = ?' % table, (marker,)).fetchone()[0]
+        if set(finished.values()) != {1}:
+            problems.append("after the restart the save is %s" % finished)
+        if sorted(counts.values()) == [1, 1, 1] or sorted(counts.values()) == [0, 0, 0]:
+            problems.append("the crash left %s: it did not stop between the commits" % counts)
+        with open(os.path.join(data, "server.log"), "rb") as f:
+            if b"recovery: finished 1 interrupted save" not in f.read():
+                problems.append("the server log does not say what the recovery finished")
+        label = point + (" then " + recovery_point if recovery_point else "")
+        print("point %d (%s): %s: left %s, after restart %s"
+              % (cycle, label, "ok" if not problems else "FAILED", counts, finished))
+        for problem in problems:
+            print("    " + problem)
+        if problems:
+            failures += 1
+    return failures, len(scenarios)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", default=".build/debug/strata")
+    parser.add_argument("--cycles", type=int, default=20)
+    parser.add_argument("--connections", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--points", action="store_true", help="also run the deterministic crash points")
+    args = parser.parse_args()
+    seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+    print("crash harness: %s, seed %d" % (args.binary, seed))
+    rng = random.Random(seed)
+    failures = random_cycles(args.binary, args.cycles, rng, args.connections)
+    cycles = args.cycles
+    if args.points:
+        point_failures, points = point_cycles(args.binary)
+        failures += point_failures
+        cycles += points
+    print("crash harness: %d cycles, %d failures" % (cycles, failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
