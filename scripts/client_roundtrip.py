@@ -31,47 +31,47 @@ def main(base_url: str) -> None:
     created = create_author.sync_detailed(client=client, body=AuthorCreate(name="Ursula K. Le Guin"))
     check(created.status_code == 201, f"create author: {created.status_code} {created.content!r}")
     author = created.parsed
-    check(hasattr(author, "id") and author.name == "Ursula K. Le Guin", f"create author: parsed {author!r}")
-    print(f"created author {author.id}")
+    check(hasattr(author, "object_id") and author.name == "Ursula K. Le Guin", f"create author: parsed {author!r}")
+    print(f"created author {author.object_id}")
 
-    created = create_book.sync_detailed(client=client, body=BookCreate(title=title, year=1974, author=author.id))
+    created = create_book.sync_detailed(client=client, body=BookCreate(title=title, year=1974, author=author.object_id))
     check(created.status_code == 201, f"create book: {created.status_code} {created.content!r}")
     book = created.parsed
     check(isinstance(book, Book), f"create book: parsed {book!r}")
-    check(book.author == author.id and book.format_ == "paperback", f"create book: {book!r}")
-    check(created.headers.get("location") == f"/books/{book.id}", f"create book: Location {created.headers!r}")
-    print(f"created book {book.id}, ETag {created.headers.get('etag')}")
+    check(book.author == author.object_id and book.format_ == "paperback", f"create book: {book!r}")
+    check(created.headers.get("location") == f"/books/{book.object_id}", f"create book: Location {created.headers!r}")
+    print(f"created book {book.object_id}, ETag {created.headers.get('etag')}")
 
-    read = get_book.sync_detailed(book.id, client=client)
+    read = get_book.sync_detailed(book.object_id, client=client)
     check(read.status_code == 200 and isinstance(read.parsed, Book), f"get book: {read.status_code}")
-    check(read.parsed.title == title and read.parsed.version == book.version, f"get book: {read.parsed!r}")
+    check(read.parsed.title == title and read.parsed.object_version == book.object_version, f"get book: {read.parsed!r}")
     etag = read.headers.get("etag")
-    check(etag == f'"{book.version}"', f"get book: ETag {etag!r}, version {book.version}")
+    check(etag == f'"{book.object_version}"', f"get book: ETag {etag!r}, version {book.object_version}")
 
     listed = list_books.sync_detailed(client=client, title=f"eq.{title}", year="gte.1970", order="year.desc")
     check(listed.status_code == 200 and isinstance(listed.parsed, BookList), f"list books: {listed.status_code}")
-    check([item.id for item in listed.parsed.items] == [book.id], f"list books: {listed.parsed.items!r}")
+    check([item.object_id for item in listed.parsed.items] == [book.object_id], f"list books: {listed.parsed.items!r}")
     print(f"listed {len(listed.parsed.items)} book with title=eq.{title}")
 
-    patched = update_book.sync_detailed(book.id, client=client, body=BookPatch(rating=4.5), if_match=etag)
+    patched = update_book.sync_detailed(book.object_id, client=client, body=BookPatch(rating=4.5), if_match=etag)
     check(patched.status_code == 200 and isinstance(patched.parsed, Book), f"patch book: {patched.status_code}")
-    check(patched.parsed.rating == 4.5 and patched.parsed.version == book.version + 1, f"patch: {patched.parsed!r}")
-    print(f"patched book {book.id} with If-Match {etag}: version {patched.parsed.version}")
+    check(patched.parsed.rating == 4.5 and patched.parsed.object_version == book.object_version + 1, f"patch: {patched.parsed!r}")
+    print(f"patched book {book.object_id} with If-Match {etag}: version {patched.parsed.object_version}")
 
-    stale = update_book.sync_detailed(book.id, client=client, body=BookPatch(rating=1.0), if_match=etag)
+    stale = update_book.sync_detailed(book.object_id, client=client, body=BookPatch(rating=1.0), if_match=etag)
     check(stale.status_code == 412, f"stale patch: {stale.status_code} {stale.content!r}")
     check(stale.headers.get("content-type") == "application/problem+json", f"stale patch: {stale.headers!r}")
     problem = stale.parsed
     check(isinstance(problem, Problem), f"stale patch: parsed {problem!r}")
-    check(problem.status == 412 and problem.current_version == patched.parsed.version, f"412 problem: {problem!r}")
+    check(problem.status == 412 and problem.current_version == patched.parsed.object_version, f"412 problem: {problem!r}")
     print(f"stale If-Match {etag}: {problem.status} {problem.title}: {problem.detail}")
 
-    deleted = delete_book.sync_detailed(book.id, client=client)
+    deleted = delete_book.sync_detailed(book.object_id, client=client)
     check(deleted.status_code == 204, f"delete book: {deleted.status_code} {deleted.content!r}")
-    gone = get_book.sync_detailed(book.id, client=client)
+    gone = get_book.sync_detailed(book.object_id, client=client)
     check(gone.status_code == 404 and isinstance(gone.parsed, Problem), f"after delete: {gone.status_code}")
     check(gone.parsed.status == 404, f"after delete: {gone.parsed!r}")
-    print(f"deleted book {book.id}; reading it again: {gone.parsed.status} {gone.parsed.title}")
+    print(f"deleted book {book.object_id}; reading it again: {gone.parsed.status} {gone.parsed.title}")
 
 
 if __name__ == "__main__":

@@ -31,11 +31,11 @@ import Testing
         let fixture = try ServerFixture { $0.maxBodyBytes = 64 * 1024 }
         let client = fixture.client
         let author = try client.send("POST", "/authors", json: #"{"name": "A"}"#)
-        let authorID = try #require(author.json.objectValue?["id"]?.doubleValue.map { Int64($0) })
+        let authorID = try #require(author.json.objectValue?["_id"]?.doubleValue.map { Int64($0) })
         let book = try client.send("POST", "/books", json: #"{"title": "Kept", "year": 2000, "author": \#(authorID)}"#)
-        let bookID = try #require(book.json.objectValue?["id"]?.doubleValue.map { Int64($0) })
+        let bookID = try #require(book.json.objectValue?["_id"]?.doubleValue.map { Int64($0) })
         let tag = try client.send("POST", "/tags", json: #"{"name": "used", "books": [\#(bookID)]}"#)
-        let tagID = try #require(tag.json.objectValue?["id"]?.doubleValue.map { Int64($0) })
+        let tagID = try #require(tag.json.objectValue?["_id"]?.doubleValue.map { Int64($0) })
         #expect(try client.send("POST", "/search-logs", json: #"{"query": "kept"}"#).status == 201)
         let before = try fixture.dump()
 
@@ -67,7 +67,7 @@ import Testing
             Case("unknown field", "POST", "/books", json: #"{"title": "x", "colour": "red"}"#, status: 422),
             Case("missing required", "POST", "/books", json: #"{"year": 1990}"#, status: 422),
             Case("over a max rule", "POST", "/books", json: #"{"title": "x", "rating": 9}"#, status: 422),
-            Case("client-chosen id", "POST", "/books", json: #"{"id": 77, "title": "x"}"#, status: 422),
+            Case("client-chosen id", "POST", "/books", json: #"{"_id": 77, "title": "x"}"#, status: 422),
             Case("unknown related id", "POST", "/books", json: #"{"title": "x", "author": 999999}"#, status: 409),
             Case("to-many as a number", "POST", "/tags", json: #"{"name": "x", "books": 3}"#, status: 422),
             Case("unknown entity", "GET", "/dragons", status: 404),
@@ -150,7 +150,7 @@ import Testing
         #expect(items(found).count == 1)
         #expect(
             try client.send(
-                "DELETE", "/search-logs/\(injected.json.objectValue!["id"]!.doubleValue.map { Int64($0) }!)"
+                "DELETE", "/search-logs/\(injected.json.objectValue!["_id"]!.doubleValue.map { Int64($0) }!)"
             ).status == 204)
 
         // The server is up and both stores are exactly as they were.

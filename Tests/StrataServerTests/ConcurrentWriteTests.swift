@@ -97,10 +97,10 @@ final class History: Sendable {
     /// Creates an author and one book with `pages: 1`; returns the book's id.
     static func makeBook(_ client: TestClient, title: String = "Hot") throws -> Int64 {
         let author = try client.send("POST", "/authors", json: #"{"name": "A"}"#)
-        let authorID = try #require(integer(author, "id"))
+        let authorID = try #require(integer(author, "_id"))
         let book = try client.send(
             "POST", "/books", json: #"{"title": "\#(title)", "author": \#(authorID), "pages": 1}"#)
-        return try #require(integer(book, "id"))
+        return try #require(integer(book, "_id"))
     }
 
     /// Read-modify-write loops on one book, each retried on 412 until acknowledged: every
@@ -122,7 +122,7 @@ final class History: Sendable {
                 attempts += 1
                 do {
                     let read = try history.send(connection, client: client, "GET", path)
-                    guard read.status == 200, let version = Self.integer(read, "version"),
+                    guard read.status == 200, let version = Self.integer(read, "_version"),
                         let pages = Self.integer(read, "pages")
                     else {
                         errors.withLock { $0.append("GET \(read.status): \(read.text)") }
@@ -170,7 +170,7 @@ final class History: Sendable {
         #expect(acknowledged == perClient * connections)
         let final = try fixture.client.send("GET", path)
         #expect(Self.integer(final, "pages") == Int64(1 + acknowledged), "acknowledged updates were lost")
-        #expect(Self.integer(final, "version") == Int64(1 + acknowledged))
+        #expect(Self.integer(final, "_version") == Int64(1 + acknowledged))
         let violations = history.violations()
         #expect(violations.isEmpty, "\(violations.prefix(5))")
     }
@@ -192,7 +192,7 @@ final class History: Sendable {
                     let id = books[Int.random(in: 0..<books.count, using: &random)]
                     let path = "/books/\(id)"
                     let read = try history.send(connection, client: client, "GET", path)
-                    guard read.status == 200, let version = Self.integer(read, "version"),
+                    guard read.status == 200, let version = Self.integer(read, "_version"),
                         let pages = Self.integer(read, "pages")
                     else { continue }
                     let status: Int
@@ -220,7 +220,7 @@ final class History: Sendable {
                 for id in books {
                     let path = "/books/\(id)"
                     let read = try history.send(connection, client: client, "GET", path)
-                    guard let version = Self.integer(read, "version") else { continue }
+                    guard let version = Self.integer(read, "_version") else { continue }
                     let status = try history.send(connection, client: client, "DELETE", path, ifMatch: version).status
                     if ![204, 412, 404].contains(status) { errors.withLock { $0.append("DELETE answered \(status)") } }
                 }
@@ -259,7 +259,7 @@ final class History: Sendable {
         let unexpected = Locked<[String]>([])
         for round in 0..<rounds {
             let author = try fixture.client.send("POST", "/authors", json: #"{"name": "Doomed \#(round)"}"#)
-            let authorID = try #require(Self.integer(author, "id"))
+            let authorID = try #require(Self.integer(author, "_id"))
             onThreads(3) { thread in
                 let connection = KeepAliveClient(port: port)
                 do {
@@ -273,7 +273,7 @@ final class History: Sendable {
                             "POST", "/books",
                             json: #"{"title": "r\#(round)-\#(thread)-\#(index)", "author": \#(authorID)}"#)
                         switch response.status {
-                        case 201: created.withLock { $0.append(Self.integer(response, "id")!) }
+                        case 201: created.withLock { $0.append(Self.integer(response, "_id")!) }
                         case 409: break  // the author was deleted first
                         default: unexpected.withLock { $0.append("POST \(response.status): \(response.text)") }
                         }
@@ -296,11 +296,11 @@ final class History: Sendable {
         let rounds = 30 * stressFactor
         let port = fixture.server.port
         let author = try fixture.client.send("POST", "/authors", json: #"{"name": "Tagger"}"#)
-        let authorID = try #require(Self.integer(author, "id"))
+        let authorID = try #require(Self.integer(author, "_id"))
         let outcomes = Locked<[String: Int]>([:])
         for round in 0..<rounds {
             let tag = try fixture.client.send("POST", "/tags", json: #"{"name": "t\#(round)"}"#)
-            let tagID = try #require(Self.integer(tag, "id"))
+            let tagID = try #require(Self.integer(tag, "_id"))
             let results = Locked<(post: Int, book: Int64?, delete: Int)>((0, nil, 0))
             onThreads(2) { thread in
                 let connection = KeepAliveClient(port: port)
@@ -310,7 +310,7 @@ final class History: Sendable {
                     )
                     results.withLock {
                         $0.post = response?.status ?? 0
-                        $0.book = response.flatMap { Self.integer($0, "id") }
+                        $0.book = response.flatMap { Self.integer($0, "_id") }
                     }
                 } else {
                     let status = (try? connection.send("DELETE", "/tags/\(tagID)").status) ?? 0
@@ -340,7 +340,7 @@ final class History: Sendable {
     @Test func uniqueKeyRaceHasOneWinner() throws {
         let fixture = try ServerFixture()
         let author = try fixture.client.send("POST", "/authors", json: #"{"name": "U"}"#)
-        let authorID = try #require(Self.integer(author, "id"))
+        let authorID = try #require(Self.integer(author, "_id"))
         let port = fixture.server.port
         for round in 0..<(20 * stressFactor) {
             let statuses = Locked<[Int]>([])
@@ -360,14 +360,14 @@ final class History: Sendable {
     @Test func movedToOneKeepsItsInverse() throws {
         let fixture = try ServerFixture()
         let first = try #require(
-            Self.integer(try fixture.client.send("POST", "/authors", json: #"{"name": "L"}"#), "id"))
+            Self.integer(try fixture.client.send("POST", "/authors", json: #"{"name": "L"}"#), "_id"))
         let second = try #require(
-            Self.integer(try fixture.client.send("POST", "/authors", json: #"{"name": "R"}"#), "id"))
+            Self.integer(try fixture.client.send("POST", "/authors", json: #"{"name": "R"}"#), "_id"))
         let books = try (0..<4).map { index in
             try #require(
                 Self.integer(
                     try fixture.client.send("POST", "/books", json: #"{"title": "m\#(index)", "author": \#(first)}"#),
-                    "id"))
+                    "_id"))
         }
         let port = fixture.server.port
         onThreads(4) { thread in

@@ -78,7 +78,7 @@ final class StrataProcess: @unchecked Sendable {
         for index in 0..<20 {
             let response = try client.send("POST", "/search-logs", json: #"{"query": "q\#(index)"}"#)
             #expect(response.status == 201)
-            if let id = response.json.objectValue?["id"]?.doubleValue { ids.append(Int64(id)) }
+            if let id = response.json.objectValue?["_id"]?.doubleValue { ids.append(Int64(id)) }
         }
         let author = try client.send("POST", "/authors", json: #"{"name": "Kept"}"#)
         #expect(author.status == 201)

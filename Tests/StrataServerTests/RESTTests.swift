@@ -21,7 +21,7 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         let author = try client.send(
             "POST", "/authors", json: #"{"name": "Ursula K. Le Guin", "email": "ursula@example.org"}"#)
         #expect(author.status == 201)
-        let authorID = try #require(field(author, "id")?.doubleValue.map { Int64($0) })
+        let authorID = try #require(field(author, "_id")?.doubleValue.map { Int64($0) })
         #expect(author.header("location") == "/authors/\(authorID)")
         #expect(author.header("etag") == "\"1\"")
         let books = try client.send(
@@ -35,7 +35,7 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         #expect(books.status == 201)
         let created = books.json.arrayValue ?? []
         #expect(created.count == 4)
-        let earthsea = try #require(created.first?.objectValue?["id"].flatMap { $0.doubleValue.map { Int64($0) } })
+        let earthsea = try #require(created.first?.objectValue?["_id"].flatMap { $0.doubleValue.map { Int64($0) } })
         #expect(created.first?.objectValue?["format"] == .string("paperback"))
         #expect(created.first?.objectValue?["price"] == .string("7.99"))
 
@@ -113,7 +113,7 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         // Tags, both sides of a many-to-many.
         let tag = try client.send("POST", "/tags", json: #"{"name": "fantasy", "books": [\#(earthsea)]}"#)
         #expect(tag.status == 201)
-        let tagID = try #require(field(tag, "id")?.doubleValue.map { Int64($0) })
+        let tagID = try #require(field(tag, "_id")?.doubleValue.map { Int64($0) })
         #expect(field(try client.send("GET", "/books/\(earthsea)"), "tags") == .array([.integer(tagID)]))
 
         // Relationship sub-resources.
@@ -121,7 +121,7 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         #expect(items(authorBooks).count == 2)
         #expect(field(authorBooks, "next")?.stringValue != nil)
         #expect(field(try client.send("GET", "/books/\(earthsea)/author"), "name") == .string("Ursula K. Le Guin"))
-        let orphan = try #require(created.last?.objectValue?["id"].flatMap { $0.doubleValue.map { Int64($0) } })
+        let orphan = try #require(created.last?.objectValue?["_id"].flatMap { $0.doubleValue.map { Int64($0) } })
         let noAuthor = try client.send("GET", "/books/\(orphan)/author")
         #expect(noAuthor.status == 404)
         #expect(field(noAuthor, "title") == .string("No Related Object"))
@@ -160,7 +160,7 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
                 .integer(201), .integer(201), .integer(200), .integer(201),
             ])
         try #require(results.count == 4)
-        let butler = results[0].objectValue?["body"]?.objectValue?["id"]
+        let butler = results[0].objectValue?["body"]?.objectValue?["_id"]
         #expect(results[1].objectValue?["body"]?.objectValue?["author"] == butler)
 
         // Routing: each object is in its configuration's file.

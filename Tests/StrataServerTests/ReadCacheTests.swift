@@ -34,7 +34,7 @@ import Testing
     }
 
     static func id(_ response: ClientResponse) throws -> Int64 {
-        try #require(field(response, "id")?.doubleValue.map { Int64($0) }, "\(response.text)")
+        try #require(field(response, "_id")?.doubleValue.map { Int64($0) }, "\(response.text)")
     }
 
     @Test func readsFollowEveryKindOfWrite() throws {

@@ -132,9 +132,8 @@ extension ObjectContext {
                 if let predicate, try !matches(predicate, state, &s) { continue }
                 results.append(state)
             }
-            for descriptor in request.sortDescriptors
-            where model.attribute(descriptor.key, of: request.entityName) == nil {
-                throw ContextError(.invalidPredicate, "cannot sort by '\(descriptor.key)': no such attribute")
+            if let key = request.unknownSortKey(in: model) {
+                throw ContextError(.invalidPredicate, "cannot sort by '\(key)': no such attribute")
             }
             results.sort(by: request.sortsBefore)
             let window = request.window(results)

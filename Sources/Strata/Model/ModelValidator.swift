@@ -7,9 +7,6 @@ struct ModelValidator {
     private var issues: [ModelIssue] = []
     private let byName: [String: EntityDescription]
 
-    /// Property names the REST representation keeps for itself.
-    static let reservedPropertyNames: Set<String> = ["id", "version"]
-
     init(entities: [EntityDescription], configurations: [ConfigurationDescription]) {
         self.entities = entities
         self.configurations = configurations
@@ -108,11 +105,7 @@ struct ModelValidator {
         for name in entity.attributes.map(\.name) + entity.relationships.map(\.name)
             + entity.fetchedProperties.map(\.name)
         {
-            if Self.reservedPropertyNames.contains(name) {
-                add(
-                    .reservedName, entity.name, name,
-                    "'\(name)' is reserved for the object's \(name) in the REST representation")
-            } else if !Self.isIdentifier(name) {
+            if !Self.isIdentifier(name) {
                 add(
                     .invalidName, entity.name, name,
                     "property name must start with a letter and hold only ASCII letters, digits and '_'")

@@ -1,6 +1,9 @@
 /// One key of a sort order.
 public struct SortKey: Sendable, Hashable {
-    /// The attribute to sort by.
+    /// The key that sorts by the objects themselves: their primary keys (store by store).
+    public static let objectKey = "SELF"
+
+    /// The attribute to sort by, or ``objectKey``.
     public var key: String
     /// Ascending (default) or descending.
     public var ascending: Bool
@@ -50,6 +53,10 @@ extension FetchRequest {
     /// their unsaved objects sort with this one comparator, so a page is the same wherever it is cut.
     func sortsBefore(_ lhs: StoreRow, _ rhs: StoreRow) -> Bool {
         for descriptor in sortDescriptors {
+            if descriptor.key == SortKey.objectKey {
+                if lhs.id == rhs.id { continue }
+                return ObjectID.precedes(lhs.id, rhs.id) == descriptor.ascending
+            }
             let order = ValueOrdering.sortOrder(
                 lhs[attribute: descriptor.key], rhs[attribute: descriptor.key],
                 caseInsensitive: descriptor.caseInsensitive
@@ -64,5 +71,12 @@ extension FetchRequest {
         let start = min(fetchOffset, rows.count)
         let end = fetchLimit.map { min(rows.count, start + $0) } ?? rows.count
         return start == 0 && end == rows.count ? rows : Array(rows[start..<end])
+    }
+}
+
+extension FetchRequest {
+    /// The first sort key that names neither an attribute of the entity nor the object itself.
+    func unknownSortKey(in model: ObjectModel) -> String? {
+        sortDescriptors.first { $0.key != SortKey.objectKey && model.attribute($0.key, of: entityName) == nil }?.key
     }
 }

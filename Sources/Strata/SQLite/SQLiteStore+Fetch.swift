@@ -42,6 +42,10 @@ extension SQLiteStore {
         let alias = SQLPredicateBuilder.rootAlias
         var order: [String] = []
         for descriptor in request.sortDescriptors {
+            if descriptor.key == SortKey.objectKey {
+                order.append("\(alias).\"_pk\" \(descriptor.ascending ? "ASC" : "DESC")")
+                continue
+            }
             guard let attribute = model.attribute(descriptor.key, of: request.entityName) else {
                 throw StoreError(
                     .invalidRequest, "cannot sort by '\(descriptor.key)': no such attribute", storeURL: url,

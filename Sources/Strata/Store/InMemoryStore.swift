@@ -89,10 +89,10 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
     public func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow] {
         let current = try committed()
         var rows = try matching(request, in: current)
-        for descriptor in request.sortDescriptors where model.attribute(descriptor.key, of: request.entityName) == nil {
+        if let key = request.unknownSortKey(in: model) {
             throw StoreError(
-                .invalidRequest, "cannot sort by '\(descriptor.key)': no such attribute", storeURL: url,
-                entity: request.entityName)
+                .invalidRequest, "cannot sort by '\(key)': no such attribute", storeURL: url, entity: request.entityName
+            )
         }
         rows.sort(by: request.sortsBefore)
         return request.window(rows)

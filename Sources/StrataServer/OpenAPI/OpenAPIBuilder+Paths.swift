@@ -293,7 +293,22 @@ extension OpenAPIBuilder {
 
     /// One `attr=op.value` query parameter per attribute and to-one relationship.
     private func filterParameters(_ entity: EntityDescription) -> [OpenAPINode] {
-        var parameters: [OpenAPINode] = []
+        var parameters: [OpenAPINode] = [
+            .members([
+                ("name", .string(ObjectCodec.idKey)),
+                ("in", "query"),
+                (
+                    "description",
+                    .string("Filter on the objects' own ids: `eq.7`, `neq.7` or `in.(1,2)`, with `not.` to negate.")
+                ),
+                ("required", false),
+                (
+                    "schema",
+                    ["type": "string", "pattern": #"^(not\.)?((eq|neq)\.-?[0-9]+|in\.\(-?[0-9]+(,-?[0-9]+)*\))$"#]
+                ),
+                ("example", "in.(1,2)"),
+            ])
+        ]
         let prefix = #"^(not\.)?"#
         let comparisons = "eq|neq|gt|gte|lt|lte"
         // Every value the server accepts matches; the value after the operator is checked by type.
@@ -351,7 +366,7 @@ extension OpenAPIBuilder {
 
     /// `order=year.desc,title`: attributes, each optionally `.asc` or `.desc`.
     private func orderParameter(_ entity: EntityDescription) -> OpenAPINode {
-        let names = model.attributes(of: entity.name).map(\.name)
+        let names = model.attributes(of: entity.name).map(\.name) + [ObjectCodec.idKey]
         let alternatives = names.map(Self.regexEscaped).joined(separator: "|")
         let key = "(" + alternatives + #")(\.(asc|desc))?"#
         return .members([
@@ -360,8 +375,8 @@ extension OpenAPIBuilder {
             (
                 "description",
                 .string(
-                    "Sort keys, comma-separated: attributes, each optionally followed by `.asc` (the default) or "
-                        + "`.desc`, e.g. `\(names.first.map { $0 + ".desc" } ?? "")`.")
+                    "Sort keys, comma-separated: attributes or `_id`, each optionally followed by `.asc` (the "
+                        + "default) or `.desc`, e.g. `\(names.first.map { $0 + ".desc" } ?? "")`.")
             ),
             ("required", false),
             (

@@ -18,18 +18,18 @@ extension OpenAPIBuilder {
 
     // MARK: - Entities
 
-    /// The read schema: `id`, `version`, every attribute and relationship, all required.
+    /// The read schema: `_id`, `_version`, every attribute and relationship, all required.
     func readSchema(_ entity: EntityDescription) -> OpenAPINode {
         var properties: [(key: String, value: OpenAPINode)] = [
             (
-                "id",
+                ObjectCodec.idKey,
                 [
                     "type": "integer", "format": "int64", "minimum": 1,
                     "description": "The object's id, assigned by the server.",
                 ]
             ),
             (
-                "version",
+                ObjectCodec.versionKey,
                 [
                     "type": "integer", "format": "int64",
                     "description":

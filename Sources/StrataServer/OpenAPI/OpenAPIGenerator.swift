@@ -157,7 +157,7 @@ struct OpenAPIBuilder {
         Every entity is a collection (`GET` to list, `POST` to create one object or an array of them) with \
         objects under it (`GET`, `PATCH` as a JSON Merge Patch, `PUT` to replace, `DELETE`), and every \
         relationship and fetched property is a sub-resource of an object. An object is \
-        `{"id": 42, "version": 3, ...attributes, "author": 7, "tags": [1, 2]}`: every attribute is present \
+        `{"_id": 42, "_version": 3, ...attributes, "author": 7, "tags": [1, 2]}` (`_id` and `_version` are the server's own members in every entity, so they never collide with an attribute named `id` or `version`): every attribute is present \
         (null when unset), a to-one relationship is the related id or null, a to-many relationship an array of \
         ids, set the same way on write.
 

@@ -43,9 +43,13 @@ struct ListQuery {
                         ascending = pieces[1] == "asc"
                         pieces.removeLast()
                     }
+                    if pieces.count == 1, pieces[0] == ObjectCodec.idKey {
+                        order.append(SortKey(SortKey.objectKey, ascending: ascending))
+                        continue
+                    }
                     guard pieces.count == 1, model.attribute(pieces[0], of: entity) != nil else {
                         throw Problem.badRequest(
-                            "order: '\(part)' is not an attribute of \(entity) (optionally followed by .asc or .desc)",
+                            "order: '\(part)' is not an attribute of \(entity) or _id (optionally followed by .asc or .desc)",
                             errors: [.init(field: "order", code: "invalid", message: "unknown sort key '\(part)'")])
                     }
                     order.append(SortKey(pieces[0], ascending: ascending))
@@ -118,6 +122,7 @@ struct ListQuery {
         func bad(_ message: String) -> Problem {
             Problem.badRequest("\(name): \(message)", errors: [.init(field: name, code: "invalid", message: message)])
         }
+        if name == ObjectCodec.idKey { return try idFilter(raw, entity: entity, objectID: objectID) }
         let attribute = model.attribute(name, of: entity)
         let relationship = model.relationship(name, of: entity).flatMap { $0.isToMany ? nil : $0 }
         guard attribute != nil || relationship != nil else {
@@ -206,5 +211,37 @@ struct ListQuery {
         case .binary: return Data(base64Encoded: text).map { .binary($0) }
         case .json: return (try? JSONValue.parse(text)).map { .json($0) }
         }
+    }
+
+    /// A filter on the objects' own ids: `_id=[not.]eq.5`, `_id=[not.]neq.5`, `_id=[not.]in.(1,2)`.
+    static func idFilter(_ raw: String, entity: String, objectID: (String, Int64) -> ObjectID?) throws(Problem)
+        -> FetchPredicate
+    {
+        let name = ObjectCodec.idKey
+        func bad(_ message: String) -> Problem {
+            Problem.badRequest("\(name): \(message)", errors: [.init(field: name, code: "invalid", message: message)])
+        }
+        var text = Substring(raw)
+        let negate = text.hasPrefix("not.")
+        if negate { text = text.dropFirst(4) }
+        func id(_ literal: Substring) throws(Problem) -> PredicateTerm {
+            guard let pk = Int64(literal), let id = objectID(entity, pk) else {
+                throw bad("'\(literal)' is not an id (ids are integers)")
+            }
+            return .object(id)
+        }
+        let predicate: FetchPredicate
+        if text.hasPrefix("eq.") {
+            predicate = .comparison(Comparison(.keyPath("SELF"), .equal, try id(text.dropFirst(3))))
+        } else if text.hasPrefix("neq.") {
+            predicate = .comparison(Comparison(.keyPath("SELF"), .notEqual, try id(text.dropFirst(4))))
+        } else if text.hasPrefix("in.("), text.hasSuffix(")") {
+            var ids: [PredicateTerm] = []
+            for part in text.dropFirst(4).dropLast().split(separator: ",") { ids.append(try id(part)) }
+            predicate = .comparison(Comparison(.keyPath("SELF"), .in, .list(ids)))
+        } else {
+            throw bad("'\(raw)' must be eq.ID, neq.ID or in.(ID,…), optionally after not.")
+        }
+        return negate ? .not(predicate) : predicate
     }
 }

@@ -2,8 +2,17 @@ import Foundation
 import Strata
 
 /// Turns managed objects into their REST JSON form and request bodies into changes:
-/// `{"id": 42, "version": 3, …attributes, "author": 7, "tags": [1, 2]}`.
+/// `{"_id": 42, "_version": 3, …attributes, "author": 7, "tags": [1, 2]}`.
+///
+/// The server's own members are `_id` and `_version` in every entity of every model: Core Data
+/// property names start with a lowercase letter and the JSON format refuses a leading `_`, so they
+/// can never collide with an attribute (real models have attributes named `id` and `version`).
 struct ObjectCodec {
+    /// The member holding the object's primary key.
+    static let idKey = "_id"
+    /// The member holding the object's version (its entity tag).
+    static let versionKey = "_version"
+
     let model: ObjectModel
 
     /// One member of an entity's JSON form.
@@ -46,7 +55,7 @@ struct ObjectCodec {
         self.model = model
         var plans: [String: Plan] = [:]
         for entity in model.entityNames {
-            var list: [(String, Member)] = [("id", .id), ("version", .version)]
+            var list: [(String, Member)] = [(Self.idKey, .id), (Self.versionKey, .version)]
             list += model.attributes(of: entity).enumerated().map { ($1.name, .attribute($1.name, position: $0)) }
             list += model.relationships(of: entity).map { ($0.name, $0.isToMany ? .toMany($0.name) : .toOne($0.name)) }
             plans[entity] = Plan(list, layout: model.attributeLayout(of: entity))
@@ -105,12 +114,12 @@ struct ObjectCodec {
         }
     }
 
-    /// The JSON form of an object: id, version, every attribute (null when nil), every to-one as an
-    /// id or null, every to-many as an array of ids.
+    /// The JSON form of an object: `_id`, `_version`, every attribute (null when nil), every to-one
+    /// as an id or null, every to-many as an array of ids.
     func render(_ object: ManagedObject) throws(ContextError) -> JSONValue {
         var members: [String: JSONValue] = [:]
-        members["id"] = object.objectID.primaryKey.map { .integer($0) } ?? .null
-        members["version"] = .integer(object.version)
+        members[Self.idKey] = object.objectID.primaryKey.map { .integer($0) } ?? .null
+        members[Self.versionKey] = .integer(object.version)
         for attribute in model.attributes(of: object.entityName) {
             members[attribute.name] = try object.value(forKey: attribute.name).json
         }
@@ -147,16 +156,16 @@ struct ObjectCodec {
             errors.append(Problem.FieldError(field: field, code: code, message: message))
         }
         for (name, value) in body.sorted(by: { $0.key < $1.key }) {
-            if name == "id" {
+            if name == Self.idKey {
                 if case .integer(let id) = value, id == pathID { continue }
                 fail(
                     name, "readOnly",
-                    "id is assigned by the server" + (pathID.map { " and must be \($0) if given" } ?? ""))
+                    "_id is assigned by the server" + (pathID.map { " and must be \($0) if given" } ?? ""))
                 continue
             }
-            if name == "version" {
+            if name == Self.versionKey {
                 if case .integer = value { continue }
-                fail(name, "type", "version must be an integer (it is read-only; use If-Match to check it)")
+                fail(name, "type", "_version must be an integer (it is read-only; use If-Match to check it)")
                 continue
             }
             if let attribute = model.attribute(name, of: entity) {

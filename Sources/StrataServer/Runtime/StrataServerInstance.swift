@@ -120,7 +120,9 @@ public final class StrataServerInstance: Sendable {
     static func describe(_ report: RecoveryReport, in reads: any CommittedReads) -> String {
         let summaries = reads.storeSummaries
         func name(_ identifier: String) -> String {
-            guard let store = summaries.first(where: { $0.identifier == identifier }) else { return "store \(identifier)" }
+            guard let store = summaries.first(where: { $0.identifier == identifier }) else {
+                return "store \(identifier)"
+            }
             return "\(store.configuration ?? ObjectModel.defaultConfiguration) (\(store.url?.path ?? "memory"))"
         }
         var text =
