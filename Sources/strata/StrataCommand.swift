@@ -67,9 +67,13 @@ func loadModel(_ paths: [String], useEnvironment: Bool = true) throws(ModelError
 enum ModelCommand {
     static func run(_ arguments: [String]) -> Int32 {
         var paths: [String] = []
+        var strict = false
         var index = 0
         while index < arguments.count {
             switch arguments[index] {
+            case "--strict":
+                strict = true
+                index += 1
             case "--model":
                 guard index + 1 < arguments.count else {
                     printError("strata model: --model needs a path")
@@ -79,8 +83,14 @@ enum ModelCommand {
                 index += 2
             case "--help", "-h":
                 print(
-                    "usage: strata model [--model PATH ...]\n\nValidates the model (JSON, .xcdatamodel or .xcdatamodeld) and prints it."
-                )
+                    """
+                    usage: strata model [--model PATH ...] [--strict]
+
+                    Validates the model (JSON, .xcdatamodel or .xcdatamodeld) and prints its entities, then
+                    its warnings: what loads with a caveat (a relationship without an inverse, a transient
+                    property, a default Core Data reads leniently, ...), as Core Data itself only warns.
+                    Exits 0 when the model loads; with --strict, warnings make it exit 1.
+                    """)
                 return 0
             default:
                 printError("strata model: unknown option '\(arguments[index])'")
@@ -102,6 +112,21 @@ enum ModelCommand {
                     + "configurations: \(configurations.isEmpty ? ObjectModel.defaultConfiguration : configurations.joined(separator: ", "))  "
                     + "attributes: \(model.attributes(of: entity.name).count)  relationships: \(model.relationships(of: entity.name).count)"
             )
+        }
+        for template in model.fetchRequestTemplates {
+            print(
+                "  fetch request \(template.name): \(template.entity) where \(template.predicate.isEmpty ? "TRUEPREDICATE" : template.predicate)"
+            )
+        }
+        if !model.warnings.isEmpty {
+            print("warnings (\(model.warnings.count)):")
+            for warning in model.warnings { print("  \(warning)") }
+        }
+        if strict && !model.warnings.isEmpty {
+            printError(
+                "strata model: --strict: the model has \(model.warnings.count) warning\(model.warnings.count == 1 ? "" : "s")"
+            )
+            return 1
         }
         return 0
     }

@@ -228,10 +228,12 @@ extension ObjectContext {
     /// Applies the nullify and cascade rules of deleted object `k` (whose last state was `state`)
     /// to the objects its relationships hold in this context; deny is checked when saving.
     func applyDeleteRules(_ k: ObjectID, _ state: ObjectState, _ s: inout ContextStorage) throws(ContextError) {
+        try unlinkIncoming(k, &s)
         for relationship in model.relationships(of: k.entityName) {
-            guard relationship.deleteRule == .nullify || relationship.deleteRule == .cascade,
-                let inverse = model.inverse(of: relationship.name, of: k.entityName)
-            else { continue }
+            guard relationship.deleteRule == .nullify || relationship.deleteRule == .cascade else { continue }
+            let inverse = model.inverse(of: relationship.name, of: k.entityName)
+            // Without an inverse the targets hold nothing of `k`: only a cascade reaches them.
+            guard inverse != nil || relationship.deleteRule == .cascade else { continue }
             var related: [ObjectID] = []
             if relationship.isToMany {
                 s.objects[k] = state
@@ -243,8 +245,52 @@ extension ObjectContext {
             }
             for target in related {
                 guard let targetState = try loadState(target, &s) else { continue }
-                try unlink(targetState.id, inverse, from: k, &s)
+                if let inverse { try unlink(targetState.id, inverse, from: k, &s) }
                 if relationship.deleteRule == .cascade { try delete(targetState.id, &s) }
+            }
+        }
+    }
+
+    /// Removes deleted object `k` from the relationships without an inverse that hold it (what an
+    /// inverse's nullify rule would do): they name no inverse to follow, so the holders are
+    /// fetched by the reference.
+    func unlinkIncoming(_ k: ObjectID, _ s: inout ContextStorage) throws(ContextError) {
+        let incoming = model.relationshipsWithoutInverse(into: k.entityName)
+        guard !incoming.isEmpty else { return }
+        for (owner, relationship) in incoming {
+            let predicate = FetchPredicate.comparison(
+                Comparison(
+                    .keyPath(relationship.name), .equal, .object(k), modifier: relationship.isToMany ? .any : .direct))
+            // The holders as the parent (or the stores) see them, and this context's own changed
+            // objects that hold it.
+            let request = FetchRequest(entityName: owner, predicate: predicate)
+            var holders: [ObjectID] = []
+            if let parent {
+                holders = try parent.fetchStates(request).map(\.id)
+            } else {
+                do {
+                    holders = try coordinator.fetch(request).map(\.id)
+                } catch {
+                    throw Self.wrap(error)
+                }
+            }
+            let family = Set(model.entityAndSubentities(of: owner))
+            for changed in s.inserted + Array(s.updated.keys) where family.contains(changed.entityName) {
+                guard let state = s.objects[changed] else { continue }
+                let holds =
+                    relationship.isToMany
+                    ? (state.toMany[relationship.name] ?? []).contains(k)
+                    : (state.toOne[relationship.name] ?? nil) == k
+                if holds { holders.append(changed) }
+            }
+            for holder in holders {
+                guard try loadState(holder, &s) != nil else { continue }
+                let h = key(holder, s)
+                if relationship.isToMany {
+                    try primitiveRemove(h, relationship.name, k, &s)
+                } else if (s.objects[h]?.toOne[relationship.name] ?? nil) == k {
+                    primitiveSetToOne(h, relationship.name, nil, &s)
+                }
             }
         }
     }
@@ -316,14 +362,14 @@ extension ObjectContext {
 
     // MARK: - Relationships with inverse maintenance
 
+    /// A relationship and its inverse (nil when it has none).
     private func relationshipPair(_ entity: String, _ name: String) throws(ContextError) -> (
-        RelationshipDescription, RelationshipDescription
+        RelationshipDescription, RelationshipDescription?
     ) {
-        guard let relationship = model.relationship(name, of: entity), let inverse = model.inverse(of: name, of: entity)
-        else {
+        guard let relationship = model.relationship(name, of: entity) else {
             throw ContextError(.unknownProperty, "'\(entity)' has no relationship '\(name)'")
         }
-        return (relationship, inverse)
+        return (relationship, model.inverse(of: name, of: entity))
     }
 
     private func checkTarget(_ target: ObjectID, _ relationship: RelationshipDescription, _ s: inout ContextStorage)
@@ -351,8 +397,8 @@ extension ObjectContext {
             let new = try target.map { (t: ObjectID) throws(ContextError) in try checkTarget(t, relationship, &s) }
             let old = state.toOne[name] ?? nil
             if old == new { return }
-            if let old, try loadState(old, &s) != nil { try unlink(key(old, s), inverse, from: k, &s) }
-            if let new {
+            if let old, let inverse, try loadState(old, &s) != nil { try unlink(key(old, s), inverse, from: k, &s) }
+            if let new, let inverse {
                 if inverse.isToMany {
                     try primitiveAdd(new, inverse.name, k, &s)
                 } else {
@@ -384,10 +430,11 @@ extension ObjectContext {
             let current = try toManyList(k, name, &s)
             let removed = current.filter { !list.contains($0) }
             let added = list.filter { !current.contains($0) }
-            for target in removed where try loadState(target, &s) != nil {
-                try unlink(key(target, s), inverse, from: k, &s)
+            for target in removed where inverse != nil {
+                if try loadState(target, &s) != nil { try unlink(key(target, s), inverse!, from: k, &s) }
             }
             for target in added {
+                guard let inverse else { continue }
                 if inverse.isToMany {
                     try primitiveAdd(target, inverse.name, k, &s)
                 } else {

@@ -80,29 +80,44 @@ private final class XMLTreeBuilder: NSObject, XMLParserDelegate {
 /// Transient attributes and relationships are skipped: they hold no stored data.
 struct CoreDataModelReader {
     var issues: [ModelIssue] = []
+    /// What loads with a caveat: read differently than Core Data would, or ignored.
+    var warnings: [ModelIssue] = []
 
     /// The parts of a model read from a `contents` file.
     struct Parsed {
         var version: String?
         var entities: [EntityDescription]
         var configurations: [ConfigurationDescription]
+        var fetchRequestTemplates: [FetchRequestTemplate]
     }
 
     private mutating func add(_ code: ModelIssue.Code, _ entity: String?, _ property: String?, _ message: String) {
         issues.append(ModelIssue(code, entity: entity, property: property, message))
     }
 
-    /// Reads a Core Data `YES`/`NO` flag; `absent` when the attribute is missing.
+    private mutating func warn(_ code: ModelIssue.Code, _ entity: String?, _ property: String?, _ message: String) {
+        warnings.append(ModelIssue(code, entity: entity, property: property, message))
+    }
+
+    /// Reads a Core Data `YES`/`NO` flag; `absent` when the attribute is missing. Core Data reads
+    /// anything else as NO; so does this, with a warning.
     private mutating func flag(
         _ node: ModelXMLNode, _ key: String, absent: Bool, _ entity: String?, _ property: String?
     ) -> Bool {
-        guard let text = node[key] else { return absent }
-        switch text.lowercased() {
-        case "yes", "true", "1": return true
-        case "no", "false", "0": return false
-        default:
-            add(.invalidValue, entity, property, "'\(key)' must be YES or NO, not '\(text)'")
-            return absent
+        guard let text = node[key]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return absent }
+        if let value = Self.boolean(text) { return value }
+        warn(.invalidValue, entity, property, "'\(key)' is '\(text)', read as NO")
+        return false
+    }
+
+    /// `YES`/`NO`, `true`/`false` or a number (non-zero is true), as Core Data parses flags and
+    /// Boolean defaults.
+    static func boolean(_ text: String) -> Bool? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        switch trimmed.lowercased() {
+        case "yes", "true": return true
+        case "no", "false": return false
+        default: return Double(trimmed).map { $0 != 0 }
         }
     }
 
@@ -121,7 +136,23 @@ struct CoreDataModelReader {
         if root.name != "model" {
             add(.invalidValue, nil, nil, "the root element is <\(root.name)>, not <model>")
         }
+        composites = Dictionary(
+            root.children(named: "composite").compactMap { node in node["name"].map { ($0, node) } },
+            uniquingKeysWith: { first, _ in first })
         let entities = root.children(named: "entity").compactMap { readEntity($0) }
+        var templates: [FetchRequestTemplate] = []
+        for node in root.children(named: "fetchRequest") {
+            guard let name = node["name"], let entity = node["entity"] else {
+                add(
+                    .missingValue, node["entity"], node["name"],
+                    "a fetch request template needs a 'name' and an 'entity'")
+                continue
+            }
+            templates.append(FetchRequestTemplate(name: name, entity: entity, predicate: node["predicateString"] ?? ""))
+            for key in ["fetchLimit", "fetchBatchSize", "resultType", "includesPendingChanges"] where node[key] != nil {
+                warn(.unsupported, entity, name, "fetch request template '\(name)': '\(key)' is ignored")
+            }
+        }
         var configurations: [ConfigurationDescription] = []
         for node in root.children(named: "configuration") {
             guard let name = node["name"] else {
@@ -134,8 +165,12 @@ struct CoreDataModelReader {
             configurations.append(ConfigurationDescription(name: name, entities: members))
         }
         return Parsed(
-            version: root["userDefinedModelVersionIdentifier"], entities: entities, configurations: configurations)
+            version: root["userDefinedModelVersionIdentifier"], entities: entities, configurations: configurations,
+            fetchRequestTemplates: templates)
     }
+
+    /// The model's composite types (iOS 17), by name.
+    private var composites: [String: ModelXMLNode] = [:]
 
     private mutating func readEntity(_ node: ModelXMLNode) -> EntityDescription? {
         guard let name = node["name"] else {
@@ -145,7 +180,8 @@ struct CoreDataModelReader {
         var entity = EntityDescription(name: name)
         entity.parent = node["parentEntity"]
         entity.isAbstract = flag(node, "isAbstract", absent: false, name, nil)
-        entity.renamedFrom = node["renamingIdentifier"]
+        entity.renamedFrom = Self.renamingIdentifier(node)
+        entity.versionHashModifier = node["versionHashModifier"]
         for child in node.children {
             switch child.name {
             case "attribute":
@@ -164,9 +200,22 @@ struct CoreDataModelReader {
                     entity.uniqueness.append(constraint.children(named: "constraint").compactMap { $0["value"] })
                 }
             case "fetchIndex":
-                let properties = child.children(named: "fetchIndexElement").compactMap { $0["property"] }
-                if let indexName = child["name"] {
-                    entity.indexes.append(IndexDescription(name: indexName, properties: properties))
+                var properties: [String] = []
+                var descending: Set<String> = []
+                for element in child.children(named: "fetchIndexElement") {
+                    guard let property = element["property"] else {
+                        warn(
+                            .unsupported, name, child["name"],
+                            "fetch index '\(child["name"] ?? "")': an element over an expression is ignored")
+                        continue
+                    }
+                    properties.append(property)
+                    if element["order"]?.lowercased() == "descending" { descending.insert(property) }
+                }
+                guard !properties.isEmpty else { continue }
+                if let indexName = child["name"], !entity.indexes.contains(where: { $0.name == indexName }) {
+                    entity.indexes.append(
+                        IndexDescription(name: indexName, properties: properties, descending: descending))
                 } else {
                     addIndex(to: &entity, properties: properties)
                 }
@@ -194,15 +243,35 @@ struct CoreDataModelReader {
         entity.indexes.append(IndexDescription(name: name, properties: properties))
     }
 
+    /// Core Data's renaming identifier: `renamingIdentifier` in older files, `elementID` in current
+    /// Xcode's.
+    static func renamingIdentifier(_ node: ModelXMLNode) -> String? { node["renamingIdentifier"] ?? node["elementID"] }
+
     private mutating func readAttribute(_ node: ModelXMLNode, entity: String) -> AttributeDescription? {
         guard let name = node["name"] else {
             add(.missingValue, entity, nil, "an attribute needs a 'name'")
             return nil
         }
-        if flag(node, "transient", absent: false, entity, name) { return nil }
+        if flag(node, "transient", absent: false, entity, name) {
+            warn(.unsupported, entity, name, "transient attribute: not stored, so not served either")
+            return nil
+        }
         guard let typeName = node["attributeType"] else {
             add(.missingValue, entity, name, "attribute needs an 'attributeType'")
             return nil
+        }
+        if typeName == "Composite" {
+            let elements = composites[node["composite"] ?? ""]?.children(named: "attribute").compactMap { $0["name"] }
+            warn(
+                .unsupported, entity, name,
+                "composite attribute: stored and served as one JSON object"
+                    + (elements.map { " (elements: \($0.joined(separator: ", ")))" } ?? "")
+                    + "; its elements cannot be filtered or sorted on their own")
+            var attribute = AttributeDescription(name: name, type: .json)
+            attribute.isOptional = flag(node, "optional", absent: false, entity, name)
+            attribute.renamedFrom = Self.renamingIdentifier(node)
+            attribute.versionHashModifier = node["versionHashModifier"]
+            return attribute
         }
         guard let type = AttributeType(modelName: typeName) else {
             let known =
@@ -213,7 +282,15 @@ struct CoreDataModelReader {
         var attribute = AttributeDescription(name: name, type: type)
         attribute.isOptional = flag(node, "optional", absent: false, entity, name)
         attribute.regex = node["regularExpressionString"]
-        attribute.renamedFrom = node["renamingIdentifier"]
+        attribute.renamedFrom = Self.renamingIdentifier(node)
+        attribute.versionHashModifier = node["versionHashModifier"]
+        if flag(node, "derived", absent: false, entity, name) {
+            if let expression = node["derivationExpression"] {
+                attribute.derivation = expression
+            } else {
+                warn(.missingValue, entity, name, "derived attribute without a derivationExpression: stored as it is")
+            }
+        }
         if type == .string || type == .binary {
             attribute.minLength = count(node, "minValueString", entity, name)
             attribute.maxLength = count(node, "maxValueString", entity, name)
@@ -228,7 +305,9 @@ struct CoreDataModelReader {
         for key in ["defaultValueString", "defaultDateTimeInterval"] {
             guard let text = node.attributes[key] else { continue }
             guard let value = Self.value(text, as: type) else {
-                add(.invalidDefault, entity, name, "'\(key)' '\(text)' does not fit attributeType \(typeName)")
+                warn(
+                    .invalidDefault, entity, name,
+                    "'\(key)' '\(text)' does not fit attributeType \(typeName): the attribute has no default")
                 continue
             }
             attribute.defaultValue = value
@@ -249,9 +328,10 @@ struct CoreDataModelReader {
         } else if let number = Double(text), number.isFinite {
             return .double(number)
         }
-        add(
+        warn(
             .invalidValue, entity, name,
-            "'\(key)' '\(text)' does not fit attributeType \(node["attributeType"] ?? type.rawValue)")
+            "'\(key)' '\(text)' does not fit attributeType \(node["attributeType"] ?? type.rawValue): no bound is checked"
+        )
         return nil
     }
 
@@ -264,12 +344,22 @@ struct CoreDataModelReader {
         return AttributeValue.parseDate(text)
     }
 
-    /// Converts a `defaultValueString` to a value of `type`; nil when it does not fit.
-    static func value(_ text: String, as type: AttributeType) -> AttributeValue? {
+    /// Converts a `defaultValueString` to a value of `type` as leniently as Core Data parses it
+    /// (surrounding white space ignored, `YES`/`NO` as 1/0 for numbers, numbers as Booleans); nil
+    /// when it does not fit.
+    static func value(_ raw: String, as type: AttributeType) -> AttributeValue? {
+        let text = type == .string ? raw : raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        let flag: Bool? =
+            switch text.lowercased() {
+            case "yes", "true": true
+            case "no", "false": false
+            default: nil
+            }
         switch type {
         case .string:
             return .string(text)
         case .integer16, .integer32, .integer64:
+            if let flag { return .integer(flag ? 1 : 0) }
             var integer = Int64(text)
             if integer == nil, let number = Double(text), number == number.rounded(), abs(number) < 9.2e18 {
                 integer = Int64(number)
@@ -277,15 +367,13 @@ struct CoreDataModelReader {
             guard let integer, type.integerRange!.contains(integer) else { return nil }
             return .integer(integer)
         case .double, .float:
+            if let flag { return .double(flag ? 1 : 0) }
             return Double(text).flatMap { $0.isFinite ? .double($0) : nil }
         case .decimal:
+            if let flag { return .decimal(flag ? 1 : 0) }
             return AttributeValue.parseDecimal(text).map { .decimal($0) }
         case .boolean:
-            switch text.lowercased() {
-            case "yes", "true", "1": return .boolean(true)
-            case "no", "false", "0": return .boolean(false)
-            default: return nil
-            }
+            return boolean(text).map { .boolean($0) }
         case .date:
             return date(text).map { .date($0) }
         case .binary:
@@ -305,7 +393,10 @@ struct CoreDataModelReader {
             add(.missingValue, entity, nil, "a relationship needs a 'name'")
             return nil
         }
-        if flag(node, "transient", absent: false, entity, name) { return nil }
+        if flag(node, "transient", absent: false, entity, name) {
+            warn(.unsupported, entity, name, "transient relationship: not stored, so not served either")
+            return nil
+        }
         guard let destination = node["destinationEntity"] else {
             add(.missingValue, entity, name, "relationship needs a 'destinationEntity'")
             return nil
@@ -314,7 +405,8 @@ struct CoreDataModelReader {
         relationship.isToMany = flag(node, "toMany", absent: false, entity, name)
         relationship.isOrdered = flag(node, "ordered", absent: false, entity, name)
         relationship.isOptional = flag(node, "optional", absent: false, entity, name)
-        relationship.renamedFrom = node["renamingIdentifier"]
+        relationship.renamedFrom = Self.renamingIdentifier(node)
+        relationship.versionHashModifier = node["versionHashModifier"]
         if relationship.isToMany {
             // Core Data writes 0 for "no limit".
             relationship.minCount = count(node, "minCount", entity, name).flatMap { $0 == 0 ? nil : $0 }

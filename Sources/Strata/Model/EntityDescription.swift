@@ -22,6 +22,12 @@ public struct AttributeDescription: Sendable, Hashable {
     public var renamedFrom: String? = nil
     /// Documentation shown in the OpenAPI document.
     public var documentation: String? = nil
+    /// Core Data's version hash modifier: changing it changes the version hash (forcing a
+    /// migration) although nothing else changed.
+    public var versionHashModifier: String? = nil
+    /// For a derived attribute: the expression its value is computed from on every save (see
+    /// ``Derivation``); it cannot be set.
+    public var derivation: String? = nil
 
     /// Creates an attribute.
     public init(
@@ -67,6 +73,8 @@ public struct RelationshipDescription: Sendable, Hashable {
     public var renamedFrom: String? = nil
     /// Documentation shown in the OpenAPI document.
     public var documentation: String? = nil
+    /// Core Data's version hash modifier (see ``AttributeDescription/versionHashModifier``).
+    public var versionHashModifier: String? = nil
 
     /// Creates a relationship.
     public init(
@@ -114,11 +122,35 @@ public struct IndexDescription: Sendable, Hashable {
     public var name: String
     /// The indexed properties, in order.
     public var properties: [String]
+    /// The properties ordered descending in the index (Core Data's fetch index elements).
+    public var descending: Set<String> = []
 
     /// Creates an index.
-    public init(name: String, properties: [String]) {
+    public init(name: String, properties: [String], descending: Set<String> = []) {
         self.name = name
         self.properties = properties
+        self.descending = descending
+    }
+}
+
+/// A named fetch request of the model (Core Data's fetch request template): an entity and a
+/// predicate whose `$VARIABLES` are filled in when it is used.
+public struct FetchRequestTemplate: Sendable, Hashable {
+    /// The name it is used by (`GET /books?query=recentBooks`).
+    public var name: String
+    /// The entity it fetches.
+    public var entity: String
+    /// The predicate format string; empty matches every object.
+    public var predicate: String
+    /// Documentation shown in the OpenAPI document.
+    public var documentation: String? = nil
+
+    /// Creates a template.
+    public init(name: String, entity: String, predicate: String, documentation: String? = nil) {
+        self.name = name
+        self.entity = entity
+        self.predicate = predicate
+        self.documentation = documentation
     }
 }
 
@@ -146,6 +178,8 @@ public struct EntityDescription: Sendable, Hashable {
     public var renamedFrom: String? = nil
     /// Documentation shown in the OpenAPI document.
     public var documentation: String? = nil
+    /// Core Data's version hash modifier (see ``AttributeDescription/versionHashModifier``).
+    public var versionHashModifier: String? = nil
 
     /// Creates an entity.
     public init(

@@ -4,12 +4,19 @@ import Foundation
 struct ModelValidator {
     let entities: [EntityDescription]
     let configurations: [ConfigurationDescription]
+    let fetchRequestTemplates: [FetchRequestTemplate]
     private var issues: [ModelIssue] = []
+    /// What loads with a caveat, as Core Data only warns about it.
+    private var warnings: [ModelIssue] = []
     private let byName: [String: EntityDescription]
 
-    init(entities: [EntityDescription], configurations: [ConfigurationDescription]) {
+    init(
+        entities: [EntityDescription], configurations: [ConfigurationDescription],
+        fetchRequestTemplates: [FetchRequestTemplate] = []
+    ) {
         self.entities = entities
         self.configurations = configurations
+        self.fetchRequestTemplates = fetchRequestTemplates
         byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
@@ -20,7 +27,8 @@ struct ModelValidator {
         }
     }
 
-    mutating func validate() -> [ModelIssue] {
+    /// Every problem (the model is refused) and every caveat (it loads).
+    mutating func validate() -> (issues: [ModelIssue], warnings: [ModelIssue]) {
         checkEntityNames()
         checkInheritance()
         for entity in entities {
@@ -32,7 +40,38 @@ struct ModelValidator {
         }
         checkConfigurations()
         checkResources()
-        return issues
+        checkTemplates()
+        return (issues, warnings)
+    }
+
+    private mutating func warn(_ code: ModelIssue.Code, _ entity: String?, _ property: String?, _ message: String) {
+        warnings.append(ModelIssue(code, entity: entity, property: property, message))
+    }
+
+    private mutating func checkTemplates() {
+        var seen: Set<String> = []
+        for template in fetchRequestTemplates {
+            if !seen.insert(template.name).inserted || !Self.isIdentifier(template.name) {
+                add(
+                    .invalidName, template.entity, template.name,
+                    "fetch request template names must be unique identifiers")
+            }
+            guard byName[template.entity] != nil else {
+                add(
+                    .unknownEntity, template.entity, template.name,
+                    "fetch request template '\(template.name)' names unknown entity '\(template.entity)'")
+                continue
+            }
+            if !template.predicate.trimmingCharacters(in: .whitespaces).isEmpty {
+                do {
+                    _ = try FetchPredicate(format: template.predicate)
+                } catch {
+                    add(
+                        .invalidValue, template.entity, template.name,
+                        "fetch request template predicate '\(template.predicate)' does not parse: \(error.message)")
+                }
+            }
+        }
     }
 
     private mutating func add(_ code: ModelIssue.Code, _ entity: String?, _ property: String?, _ message: String) {
@@ -190,7 +229,13 @@ struct ModelValidator {
             return
         }
         guard let inverseName = relationship.inverse else {
-            add(.missingInverse, entity.name, name, "relationship has no inverse; declare one on '\(destination.name)'")
+            // Core Data allows it with a build warning: it is stored on this side only, and
+            // deleting a destination object removes it from these relationships.
+            warn(
+                .missingInverse, entity.name, name,
+                "relationship has no inverse (it is stored on this side only; declaring one on '\(destination.name)' is recommended)"
+            )
+            checkConfigurations(of: relationship, in: entity, destination: destination)
             return
         }
         let destinationProperties = lineage(of: destination).flatMap(\.relationships)
@@ -204,11 +249,15 @@ struct ModelValidator {
                 .mismatchedInverse, entity.name, name,
                 "inverse '\(destination.name).\(inverseName)' points to '\(inverse.destination).\(inverse.inverse ?? "nil")', not back to '\(entity.name).\(name)'"
             )
-        } else if relationship.isToMany && inverse.isToMany && relationship.isOrdered && inverse.isOrdered
-            && entity.name < destination.name
-        {
-            add(.unsupported, entity.name, name, "a many-to-many relationship can be ordered on one side only")
         }
+        checkConfigurations(of: relationship, in: entity, destination: destination)
+    }
+
+    /// Relationships cannot cross stores: source and destination must share a configuration.
+    private mutating func checkConfigurations(
+        of relationship: RelationshipDescription, in entity: EntityDescription, destination: EntityDescription
+    ) {
+        let name = relationship.name
         let sourceConfigurations = Set(configurations.filter { $0.entities.contains(entity.name) }.map(\.name))
         let destinationConfigurations = Set(
             configurations.filter { $0.entities.contains(destination.name) }.map(\.name))
@@ -227,9 +276,8 @@ struct ModelValidator {
         if byName[fetched.entity] == nil {
             add(.unknownEntity, entity.name, fetched.name, "fetched entity '\(fetched.entity)' does not exist")
         }
-        if fetched.predicate.trimmingCharacters(in: .whitespaces).isEmpty {
-            add(.missingValue, entity.name, fetched.name, "fetched property needs a predicate")
-        } else {
+        // An empty predicate fetches every object, as in Core Data.
+        if !fetched.predicate.trimmingCharacters(in: .whitespaces).isEmpty {
             do {
                 _ = try FetchPredicate(format: fetched.predicate)
             } catch {
@@ -293,10 +341,15 @@ struct ModelValidator {
         }
     }
 
+    /// Explicit resource paths (derived ones move off system paths and each other by themselves).
     private mutating func checkResources() {
+        // An explicit path may not take another entity's derived one: the user chose it.
         var owners: [String: String] = [:]
+        for entity in entities where entity.resource == nil {
+            owners[ObjectModel.derivedResourcePath(entity.name)] = entity.name
+        }
         for entity in entities {
-            let path = entity.resource ?? ObjectModel.derivedResourcePath(entity.name)
+            guard let path = entity.resource else { continue }
             if let resource = entity.resource,
                 resource.isEmpty
                     || !resource.unicodeScalars.allSatisfy({

@@ -19,6 +19,18 @@ extension ObjectModel {
             throw ModelError(.unreadable, file: url.path, issues: [ModelIssue(.missingValue, "no such folder")])
         }
         let contents = url.appendingPathComponent("contents")
+        if !FileManager.default.fileExists(atPath: contents.path),
+            FileManager.default.fileExists(atPath: url.appendingPathComponent("elements").path)
+        {
+            throw ModelError(
+                .unreadable, file: url.path,
+                issues: [
+                    ModelIssue(
+                        .unsupported,
+                        "this model was saved by Xcode 3 in its binary 'elements' format, which Strata does not read; open it in a current Xcode and save it (Xcode writes the XML 'contents' file then)"
+                    )
+                ])
+        }
         let data: Data
         do {
             data = try Data(contentsOf: contents)
@@ -34,48 +46,70 @@ extension ObjectModel {
         do {
             return try ObjectModel(
                 name: url.deletingPathExtension().lastPathComponent, version: parsed.version,
-                entities: parsed.entities, configurations: parsed.configurations)
+                entities: parsed.entities, configurations: parsed.configurations,
+                fetchRequestTemplates: parsed.fetchRequestTemplates, warnings: reader.warnings)
         } catch {
             throw ModelError(error.kind, file: contents.path, issues: error.issues)
         }
     }
 
     /// Loads the current version of a Core Data `.xcdatamodeld` folder: the `.xcdatamodel` its
-    /// `.xccurrentversion` names, or its only version when that file is missing.
-    /// - Throws: ``ModelError``; when the current version cannot be told, the error names the choices.
+    /// `.xccurrentversion` names. When that file is missing, empty or names no version of the bundle,
+    /// the newest version is taken — by `userDefinedModelVersionIdentifier` when every version
+    /// declares one that reads as a number, else by name with numbers compared by value — with a
+    /// warning saying which (one version alone needs no warning).
+    /// - Throws: ``ModelError``.
     public static func loadCoreDataModelBundle(at url: URL) throws(ModelError) -> ObjectModel {
         let versions = try coreDataVersionFolders(in: url)
         let marker = url.appendingPathComponent(".xccurrentversion")
         let choices = versions.map(\.lastPathComponent).joined(separator: ", ")
-        guard FileManager.default.fileExists(atPath: marker.path) else {
-            guard versions.count == 1 else {
-                throw ModelError(
-                    .invalid, file: url.path,
-                    issues: [
-                        ModelIssue(
-                            .missingValue, "there is no .xccurrentversion to choose among the versions: \(choices)")
-                    ])
+        var reason: String?
+        if FileManager.default.fileExists(atPath: marker.path) {
+            if var current = currentVersionName(in: marker) {
+                if !current.hasSuffix(".xcdatamodel") { current += ".xcdatamodel" }
+                if let version = versions.first(where: { $0.lastPathComponent == current }) {
+                    return try loadCoreDataModel(at: version)
+                }
+                reason = ".xccurrentversion names '\(current)', which is not in the bundle"
+            } else {
+                reason = ".xccurrentversion names no version"
             }
+        } else if versions.count > 1 {
+            reason = "there is no .xccurrentversion"
+        }
+        let loadable = versions.filter {
+            FileManager.default.fileExists(atPath: $0.appendingPathComponent("contents").path)
+        }
+        guard let newest = try newestVersion(of: loadable.isEmpty ? versions : loadable) else {
             return try loadCoreDataModel(at: versions[0])
         }
-        var current = try currentVersionName(in: marker)
-        if !current.hasSuffix(".xcdatamodel") { current += ".xcdatamodel" }
-        guard let version = versions.first(where: { $0.lastPathComponent == current }) else {
-            throw ModelError(
-                .unreadable, file: marker.path,
-                issues: [
-                    ModelIssue(
-                        .invalidValue, "the current version '\(current)' is not in the bundle (versions: \(choices))")
-                ])
+        guard let reason else { return newest.model }
+        return try newest.model.adding(
+            warning: ModelIssue(
+                .missingValue,
+                "\(reason) (versions: \(choices)): using the newest, \(newest.url.lastPathComponent)"))
+    }
+
+    /// The newest of `versions`: by version identifier when all have numeric ones, else by name.
+    private static func newestVersion(of versions: [URL]) throws(ModelError) -> (url: URL, model: ObjectModel)? {
+        var loaded: [(url: URL, model: ObjectModel)] = []
+        for version in versions { loaded.append((version, try loadCoreDataModel(at: version))) }
+        let numbers = loaded.map { $0.model.version.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } }
+        if numbers.allSatisfy({ $0 != nil }), let best = zip(loaded, numbers).max(by: { $0.1! < $1.1! }) {
+            return best.0
         }
-        return try loadCoreDataModel(at: version)
+        return loaded.last
     }
 
     /// Loads every version of a Core Data `.xcdatamodeld` folder, ordered by name with numbers
-    /// compared by value (`Library`, `Library 2`, …, `Library 10`).
+    /// compared by value (`Library`, `Library 2`, …, `Library 10`). Versions saved by Xcode 3 in
+    /// the binary `elements` format are left out (they can only be migrated from by a current
+    /// Xcode).
     /// - Throws: ``ModelError`` for the first version that does not load.
     public static func loadCoreDataModelVersions(at url: URL) throws(ModelError) -> [ObjectModel] {
-        try coreDataVersionFolders(in: url).map { (version) throws(ModelError) in try loadCoreDataModel(at: version) }
+        try coreDataVersionFolders(in: url).filter {
+            FileManager.default.fileExists(atPath: $0.appendingPathComponent("contents").path)
+        }.map { (version) throws(ModelError) in try loadCoreDataModel(at: version) }
     }
 
     private static func isFolder(_ url: URL) -> Bool {
@@ -104,25 +138,16 @@ extension ObjectModel {
         return versions.map { url.appendingPathComponent($0) }
     }
 
-    /// The `_XCCurrentVersionName` of a `.xccurrentversion` property list.
-    private static func currentVersionName(in marker: URL) throws(ModelError) -> String {
+    /// The `_XCCurrentVersionName` of a `.xccurrentversion` property list; nil when it has none
+    /// (Xcode writes an empty `<dict/>` for some bundles) or cannot be read.
+    private static func currentVersionName(in marker: URL) -> String? {
         struct CurrentVersion: Decodable {
             var name: String
             enum CodingKeys: String, CodingKey { case name = "_XCCurrentVersionName" }
         }
-        let data: Data
-        do {
-            data = try Data(contentsOf: marker)
-        } catch {
-            throw ModelError(
-                .unreadable, file: marker.path, issues: [ModelIssue(.missingValue, error.localizedDescription)])
-        }
-        do {
-            return try PropertyListDecoder().decode(CurrentVersion.self, from: data).name
-        } catch {
-            throw ModelError(
-                .malformed, file: marker.path,
-                issues: [ModelIssue(.invalidValue, "not a property list with an _XCCurrentVersionName string")])
-        }
+        guard let data = try? Data(contentsOf: marker),
+            let name = try? PropertyListDecoder().decode(CurrentVersion.self, from: data).name, !name.isEmpty
+        else { return nil }
+        return name
     }
 }

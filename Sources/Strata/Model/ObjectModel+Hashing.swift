@@ -5,17 +5,27 @@ extension ObjectModel {
     /// values, validation rules and renaming identifiers do not change it (as in Core Data).
     public func versionHash(of entity: String) -> String? {
         guard let description = self.entity(named: entity) else { return nil }
+        // Modifiers and descending index elements are hashed only when present, so
+        // models without them keep the hashes stores already recorded.
+        func modifier(_ value: String?) -> String { value.map { ":modifier=\($0)" } ?? "" }
         var parts = [
             "entity=\(description.name)", "parent=\(description.parent ?? "")", "abstract=\(description.isAbstract)",
         ]
-        parts += description.attributes.map { "attribute=\($0.name):\($0.type.rawValue):optional=\($0.isOptional)" }
-            .sorted()
+        if let value = description.versionHashModifier { parts.append("modifier=\(value)") }
+        parts += description.attributes.map {
+            "attribute=\($0.name):\($0.type.rawValue):optional=\($0.isOptional)" + modifier($0.versionHashModifier)
+        }
+        .sorted()
         parts += description.relationships.map { relationship in
             "relationship=\(relationship.name):\(relationship.destination):inverse=\(relationship.inverse ?? ""):"
                 + "toMany=\(relationship.isToMany):ordered=\(relationship.isOrdered):optional=\(relationship.isOptional)"
+                + modifier(relationship.versionHashModifier)
         }.sorted()
         parts += description.uniqueness.map { "unique=" + $0.sorted().joined(separator: ",") }.sorted()
-        parts += description.indexes.map { "index=" + $0.properties.joined(separator: ",") }.sorted()
+        parts += description.indexes.map { index in
+            "index="
+                + index.properties.map { index.descending.contains($0) ? $0 + " desc" : $0 }.joined(separator: ",")
+        }.sorted()
         return SHA256.hex(parts.joined(separator: "\n"))
     }
 

@@ -19,7 +19,7 @@ extension ObjectModel {
         do {
             return try ObjectModel(
                 name: parsed.name, version: parsed.version, entities: parsed.entities,
-                configurations: parsed.configurations)
+                configurations: parsed.configurations, fetchRequestTemplates: parsed.fetchRequestTemplates)
         } catch {
             throw ModelError(error.kind, file: file, issues: error.issues)
         }
@@ -35,6 +35,7 @@ struct JSONModelReader {
         var version: String?
         var entities: [EntityDescription]
         var configurations: [ConfigurationDescription]
+        var fetchRequestTemplates: [FetchRequestTemplate]
     }
 
     private mutating func add(_ code: ModelIssue.Code, _ entity: String?, _ property: String?, _ message: String) {
@@ -116,7 +117,7 @@ struct JSONModelReader {
             add(.invalidValue, nil, nil, "the model must be a JSON object")
             return nil
         }
-        checkKeys(root, ["name", "version", "entities", "configurations", "description"], nil, nil)
+        checkKeys(root, ["name", "version", "entities", "configurations", "fetchRequests", "description"], nil, nil)
         let name = string(root, "name", nil, nil) ?? "Model"
         var version = string(root, "version", nil, nil)
         if version == nil, case .integer(let number) = root["version"] { version = String(number) }
@@ -129,13 +130,25 @@ struct JSONModelReader {
             }
             return ConfigurationDescription(name: name, entities: strings(object["entities"], "'entities'", nil, name))
         }
-        return Parsed(name: name, version: version, entities: entities, configurations: configurations)
+        let templates = objects(root, "fetchRequests", nil).compactMap { object -> FetchRequestTemplate? in
+            checkKeys(object, ["name", "entity", "predicate", "description"], nil, nil)
+            guard let name = string(object, "name", nil, nil), let entity = string(object, "entity", nil, name) else {
+                add(.missingValue, nil, nil, "a fetch request needs a 'name' and an 'entity'")
+                return nil
+            }
+            return FetchRequestTemplate(
+                name: name, entity: entity, predicate: string(object, "predicate", entity, name) ?? "",
+                documentation: string(object, "description", entity, name))
+        }
+        return Parsed(
+            name: name, version: version, entities: entities, configurations: configurations,
+            fetchRequestTemplates: templates)
     }
 
     private mutating func readEntity(_ object: [String: JSONValue]) -> EntityDescription? {
         let keys: Set<String> = [
             "name", "parent", "abstract", "attributes", "relationships", "fetchedProperties", "uniqueness",
-            "indexes", "resource", "renamedFrom", "description",
+            "indexes", "resource", "renamedFrom", "versionHashModifier", "description",
         ]
         guard let name = string(object, "name", nil, nil) else {
             add(.missingValue, nil, nil, "an entity needs a 'name'")
@@ -147,6 +160,7 @@ struct JSONModelReader {
         entity.isAbstract = bool(object, "abstract", name, nil) ?? false
         entity.resource = string(object, "resource", name, nil)
         entity.renamedFrom = string(object, "renamedFrom", name, nil)
+        entity.versionHashModifier = string(object, "versionHashModifier", name, nil)
         entity.documentation = string(object, "description", name, nil)
         entity.attributes = objects(object, "attributes", name).compactMap { readAttribute($0, entity: name) }
         entity.relationships = objects(object, "relationships", name).compactMap { readRelationship($0, entity: name) }
@@ -169,10 +183,12 @@ struct JSONModelReader {
         if let indexes = object["indexes"], !indexes.isNull {
             for (position, index) in (indexes.arrayValue ?? []).enumerated() {
                 if let member = index.objectValue {
-                    checkKeys(member, ["name", "properties"], name, nil)
+                    checkKeys(member, ["name", "properties", "descending"], name, nil)
                     let properties = strings(member["properties"], "'properties' of an index", name, nil)
                     let indexName = string(member, "name", name, nil) ?? "\(name)_\(properties.joined(separator: "_"))"
-                    entity.indexes.append(IndexDescription(name: indexName, properties: properties))
+                    let descending = strings(member["descending"], "'descending' of an index", name, nil)
+                    entity.indexes.append(
+                        IndexDescription(name: indexName, properties: properties, descending: Set(descending)))
                 } else {
                     let properties = strings(index, "each 'indexes' item", name, nil)
                     entity.indexes.append(
@@ -187,7 +203,7 @@ struct JSONModelReader {
     private mutating func readAttribute(_ object: [String: JSONValue], entity: String) -> AttributeDescription? {
         let keys: Set<String> = [
             "name", "type", "optional", "default", "min", "max", "minLength", "maxLength", "regex", "renamedFrom",
-            "description",
+            "versionHashModifier", "derivation", "description",
         ]
         guard let name = string(object, "name", entity, nil) else {
             add(.missingValue, entity, nil, "an attribute needs a 'name'")
@@ -210,6 +226,8 @@ struct JSONModelReader {
         attribute.maxLength = int(object, "maxLength", entity, name)
         attribute.regex = string(object, "regex", entity, name)
         attribute.renamedFrom = string(object, "renamedFrom", entity, name)
+        attribute.versionHashModifier = string(object, "versionHashModifier", entity, name)
+        attribute.derivation = string(object, "derivation", entity, name)
         attribute.documentation = string(object, "description", entity, name)
         if let json = object["default"] {
             attribute.defaultValue = value(json, type, "default", entity, name)
@@ -245,7 +263,7 @@ struct JSONModelReader {
     private mutating func readRelationship(_ object: [String: JSONValue], entity: String) -> RelationshipDescription? {
         let keys: Set<String> = [
             "name", "destination", "inverse", "toMany", "ordered", "optional", "deleteRule", "minCount", "maxCount",
-            "renamedFrom", "description",
+            "renamedFrom", "versionHashModifier", "description",
         ]
         guard let name = string(object, "name", entity, nil) else {
             add(.missingValue, entity, nil, "a relationship needs a 'name'")
@@ -264,6 +282,7 @@ struct JSONModelReader {
         relationship.minCount = int(object, "minCount", entity, name)
         relationship.maxCount = int(object, "maxCount", entity, name)
         relationship.renamedFrom = string(object, "renamedFrom", entity, name)
+        relationship.versionHashModifier = string(object, "versionHashModifier", entity, name)
         relationship.documentation = string(object, "description", entity, name)
         if let rule = string(object, "deleteRule", entity, name) {
             if let parsed = DeleteRule(modelName: rule) {

@@ -17,6 +17,17 @@ extension ObjectModel {
                     .object(["name": .string($0.name), "entities": .array($0.entities.map { .string($0) })])
                 })
         }
+        if !fetchRequestTemplates.isEmpty {
+            root["fetchRequests"] = .array(
+                fetchRequestTemplates.map { template in
+                    var member: [String: JSONValue] = [
+                        "name": .string(template.name), "entity": .string(template.entity),
+                        "predicate": .string(template.predicate),
+                    ]
+                    if let documentation = template.documentation { member["description"] = .string(documentation) }
+                    return .object(member)
+                })
+        }
         return .object(root)
     }
 
@@ -49,11 +60,18 @@ extension ObjectModel {
         if !entity.indexes.isEmpty {
             object["indexes"] = .array(
                 entity.indexes.map { index in
-                    .object(["name": .string(index.name), "properties": .array(index.properties.map { .string($0) })])
+                    var member: [String: JSONValue] = [
+                        "name": .string(index.name), "properties": .array(index.properties.map { .string($0) }),
+                    ]
+                    if !index.descending.isEmpty {
+                        member["descending"] = .array(index.descending.sorted().map { .string($0) })
+                    }
+                    return .object(member)
                 })
         }
         if let resource = entity.resource { object["resource"] = .string(resource) }
         if let renamedFrom = entity.renamedFrom { object["renamedFrom"] = .string(renamedFrom) }
+        if let modifier = entity.versionHashModifier { object["versionHashModifier"] = .string(modifier) }
         if let documentation = entity.documentation { object["description"] = .string(documentation) }
         return .object(object)
     }
@@ -68,6 +86,8 @@ extension ObjectModel {
         if let length = attribute.maxLength { object["maxLength"] = .integer(Int64(length)) }
         if let regex = attribute.regex { object["regex"] = .string(regex) }
         if let renamedFrom = attribute.renamedFrom { object["renamedFrom"] = .string(renamedFrom) }
+        if let modifier = attribute.versionHashModifier { object["versionHashModifier"] = .string(modifier) }
+        if let derivation = attribute.derivation { object["derivation"] = .string(derivation) }
         if let documentation = attribute.documentation { object["description"] = .string(documentation) }
         return .object(object)
     }
@@ -84,6 +104,7 @@ extension ObjectModel {
         if let count = relationship.minCount { object["minCount"] = .integer(Int64(count)) }
         if let count = relationship.maxCount { object["maxCount"] = .integer(Int64(count)) }
         if let renamedFrom = relationship.renamedFrom { object["renamedFrom"] = .string(renamedFrom) }
+        if let modifier = relationship.versionHashModifier { object["versionHashModifier"] = .string(modifier) }
         if let documentation = relationship.documentation { object["description"] = .string(documentation) }
         return .object(object)
     }

@@ -46,6 +46,8 @@ extension ObjectModel {
         return try ObjectModel(
             name: models.map(\.name).joined(separator: "+"),
             version: models.compactMap(\.version).joined(separator: "+"),
-            entities: models.flatMap(\.entities), configurations: configurations)
+            entities: models.flatMap(\.entities), configurations: configurations,
+            fetchRequestTemplates: models.flatMap(\.fetchRequestTemplates),
+            warnings: models.flatMap(\.sourceWarnings))
     }
 }

@@ -7,12 +7,16 @@ public struct JoinTableDescription: Sendable, Hashable {
     public var sourceEntity: String
     /// The source side (its lists are written; its order is kept in `position`).
     public var sourceRelationship: String
-    /// The entity that declares the other side.
+    /// The entity that declares the other side (for a relationship without an inverse: the
+    /// destination).
     public var targetEntity: String
-    /// The other side.
-    public var targetRelationship: String
+    /// The other side; nil for a relationship without an inverse.
+    public var targetRelationship: String?
     /// Whether the source side keeps order.
     public var isOrdered: Bool
+    /// Whether the other side keeps order too (a many-to-many ordered on both sides): its order is
+    /// kept in `target_position`.
+    public var isTargetOrdered: Bool = false
 }
 
 /// Where a relationship's contents are stored.
@@ -48,10 +52,16 @@ extension ObjectModel {
     }
 
     func computeStorage(of name: String, in entity: String) -> RelationshipStorage? {
-        guard let relationship = relationship(name, of: entity), let inverse = inverse(of: name, of: entity) else {
-            return nil
-        }
+        guard let relationship = relationship(name, of: entity) else { return nil }
         if !relationship.isToMany { return .foreignKey }
+        guard let inverse = inverse(of: name, of: entity) else {
+            // No inverse: a join table of this side alone.
+            let here = declaringEntity(of: name, in: entity) ?? entity
+            let table = JoinTableDescription(
+                name: "_join_\(here)_\(name)", sourceEntity: here, sourceRelationship: name,
+                targetEntity: relationship.destination, targetRelationship: nil, isOrdered: relationship.isOrdered)
+            return .joinTable(table, isSource: true)
+        }
         if !inverse.isToMany && !relationship.isOrdered { return .inverseForeignKey(inverse: inverse.name) }
         let here = declaringEntity(of: name, in: entity) ?? entity
         let there = declaringEntity(of: inverse.name, in: relationship.destination) ?? relationship.destination
@@ -64,9 +74,11 @@ extension ObjectModel {
         let (sourceEntity, sourceName, targetEntity, targetName) =
             isSource ? (here, name, there, inverse.name) : (there, inverse.name, here, name)
         let sourceOrdered = isSource ? relationship.isOrdered : inverse.isOrdered
+        let targetOrdered = isSource ? inverse.isOrdered : relationship.isOrdered
         let table = JoinTableDescription(
             name: "_join_\(sourceEntity)_\(sourceName)", sourceEntity: sourceEntity, sourceRelationship: sourceName,
-            targetEntity: targetEntity, targetRelationship: targetName, isOrdered: sourceOrdered)
+            targetEntity: targetEntity, targetRelationship: targetName, isOrdered: sourceOrdered,
+            isTargetOrdered: sourceOrdered && targetOrdered)
         return .joinTable(table, isSource: isSource)
     }
 
@@ -81,5 +93,31 @@ extension ObjectModel {
             }
         }
         return tables
+    }
+}
+
+extension ObjectModel {
+    /// The relationships without an inverse whose destination is `entity` or one of its
+    /// ancestors: what must let go of an object of `entity` that is deleted. With the entity that
+    /// declares (or inherits) each.
+    public func relationshipsWithoutInverse(into entity: String) -> [(
+        owner: String, relationship: RelationshipDescription
+    )] {
+        incomingWithoutInverse[entity] ?? []
+    }
+
+    /// ``relationshipsWithoutInverse(into:)`` of every entity, worked out once.
+    static func incomingWithoutInverse(_ model: ObjectModel) -> [String: [(
+        owner: String, relationship: RelationshipDescription
+    )]] {
+        var result: [String: [(owner: String, relationship: RelationshipDescription)]] = [:]
+        for owner in model.entities {
+            for relationship in owner.relationships where relationship.inverse == nil {
+                for entity in model.entityNames where model.entity(entity, isKindOf: relationship.destination) {
+                    result[entity, default: []].append((owner.name, relationship))
+                }
+            }
+        }
+        return result
     }
 }

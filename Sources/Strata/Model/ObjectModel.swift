@@ -13,24 +13,45 @@ public struct ObjectModel: Sendable {
     public let entities: [EntityDescription]
     /// The named configurations, in declaration order.
     public let configurations: [ConfigurationDescription]
+    /// Named fetch requests (Core Data's fetch request templates), by name.
+    public let fetchRequestTemplates: [FetchRequestTemplate]
+    /// What the model's sources hold that loads with a caveat (a relationship without an inverse,
+    /// a property read differently than in Core Data, something ignored): what Core Data itself
+    /// only warns about. `strata model` lists them; `--strict` refuses a model that has any.
+    public let warnings: [ModelIssue]
+    /// The warnings the model's sources gave (the rest validation finds again).
+    let sourceWarnings: [ModelIssue]
 
     let resolved: [String: ResolvedEntity]
+    /// Each entity's REST resource path segment, worked out once (see ``resourcePath(of:)``).
+    private let resources: [String: String]
     /// How each relationship is stored, by entity and name, worked out once.
     private(set) var storages: [String: [String: RelationshipStorage]] = [:]
+    /// The relationships without an inverse into each entity (see `relationshipsWithoutInverse`).
+    private(set) var incomingWithoutInverse: [String: [(owner: String, relationship: RelationshipDescription)]] = [:]
 
     /// Builds and validates a model.
+    /// - Parameter warnings: caveats found while reading the model's sources, kept with the ones
+    ///   validation finds in ``warnings``.
     /// - Throws: ``ModelError`` of kind `.invalid` naming every problem.
     public init(
         name: String, version: String? = nil, entities: [EntityDescription],
-        configurations: [ConfigurationDescription] = []
+        configurations: [ConfigurationDescription] = [], fetchRequestTemplates: [FetchRequestTemplate] = [],
+        warnings: [ModelIssue] = []
     ) throws(ModelError) {
         self.name = name
         self.version = version
         self.entities = entities
         self.configurations = configurations
-        var validator = ModelValidator(entities: entities, configurations: configurations)
-        let issues = validator.validate()
+        self.fetchRequestTemplates = fetchRequestTemplates
+        var validator = ModelValidator(
+            entities: entities, configurations: configurations, fetchRequestTemplates: fetchRequestTemplates)
+        let (issues, found) = validator.validate()
         guard issues.isEmpty else { throw ModelError(.invalid, issues: issues) }
+        var resourceWarnings: [ModelIssue] = []
+        resources = Self.assignResources(entities, warnings: &resourceWarnings)
+        sourceWarnings = warnings
+        self.warnings = warnings + found + resourceWarnings
         resolved = ResolvedEntity.resolve(entities: entities, configurations: configurations)
         var storages: [String: [String: RelationshipStorage]] = [:]
         for entity in entities {
@@ -40,10 +61,19 @@ public struct ObjectModel: Sendable {
             }
         }
         self.storages = storages
+        incomingWithoutInverse = Self.incomingWithoutInverse(self)
     }
 
     /// The entity named `name`.
     public func entity(named name: String) -> EntityDescription? { resolved[name]?.entity }
+
+    /// The same model with one more warning.
+    func adding(warning: ModelIssue) throws(ModelError) -> ObjectModel {
+        try ObjectModel(
+            name: name, version: version, entities: entities, configurations: configurations,
+            fetchRequestTemplates: fetchRequestTemplates,
+            warnings: sourceWarnings + [warning])
+    }
 
     /// The names of every entity, in declaration order.
     public var entityNames: [String] { entities.map(\.name) }
@@ -115,13 +145,44 @@ public struct ObjectModel: Sendable {
     /// The name of the configuration that holds every entity.
     public static let defaultConfiguration = "Default"
 
-    /// The REST resource path segment of `entity`: its `resource`, else its plural kebab-case name.
+    /// The REST resource path segment of `entity`: its `resource`, else its plural kebab-case name
+    /// (when that is a path the server keeps for itself or another entity's, the singular, then
+    /// `<singular>-entity`, with a warning).
     public func resourcePath(of entity: String) -> String {
-        self.entity(named: entity)?.resource ?? ObjectModel.derivedResourcePath(entity)
+        resources[entity] ?? ObjectModel.derivedResourcePath(entity)
     }
 
-    /// The plural kebab-case path for an entity name: `Book` → `books`, `SearchLog` → `search-logs`.
-    public static func derivedResourcePath(_ entityName: String) -> String {
+    /// Every entity's resource path: explicit ones as given (validated), derived ones moved off
+    /// system paths and each other's.
+    private static func assignResources(_ entities: [EntityDescription], warnings: inout [ModelIssue])
+        -> [String: String]
+    {
+        var result: [String: String] = [:]
+        var taken = Set(entities.compactMap(\.resource))
+        for entity in entities where entity.resource != nil { result[entity.name] = entity.resource }
+        for entity in entities where entity.resource == nil {
+            let plural = derivedResourcePath(entity.name)
+            let singular = derivedResourcePath(entity.name, plural: false)
+            let candidates = [plural, singular, singular + "-entity", singular + "-entity-2", singular + "-entity-3"]
+            let path =
+                candidates.first { !systemPaths.contains($0) && !$0.hasPrefix("_") && !taken.contains($0) }
+                ?? entity.name
+            if path != plural {
+                warnings.append(
+                    ModelIssue(
+                        .resourceCollision, entity: entity.name,
+                        "'/\(plural)' is \(systemPaths.contains(plural) ? "a path of the server" : "another entity's path"), so \(entity.name) is served at '/\(path)' (set a 'resource' to choose)"
+                    ))
+            }
+            taken.insert(path)
+            result[entity.name] = path
+        }
+        return result
+    }
+
+    /// The plural kebab-case path for an entity name: `Book` → `books`, `SearchLog` → `search-logs`
+    /// (with `plural: false`, `book`, `search-log`).
+    public static func derivedResourcePath(_ entityName: String, plural: Bool = true) -> String {
         var words: [String] = []
         var current = ""
         let characters = Array(entityName)
@@ -143,6 +204,7 @@ public struct ObjectModel: Sendable {
         }
         if !current.isEmpty { words.append(current) }
         guard var last = words.popLast()?.lowercased() else { return entityName.lowercased() }
+        guard plural else { return (words.map { $0.lowercased() } + [last]).joined(separator: "-") }
         let vowels: Set<Character> = ["a", "e", "i", "o", "u"]
         if last.hasSuffix("y"), last.count > 1, !vowels.contains(last[last.index(last.endIndex, offsetBy: -2)]) {
             last = String(last.dropLast()) + "ies"
@@ -156,15 +218,16 @@ public struct ObjectModel: Sendable {
 
     /// Paths the server keeps for itself; no entity may use them.
     public static let systemPaths: Set<String> = [
-        "", "live", "ready", "metrics", "openapi.json", "openapi.yaml", "_batch",
+        "", "live", "ready", "metrics", "docs", "openapi.json", "openapi.yaml", "_batch", "_model",
     ]
 }
 
 extension ObjectModel: Equatable {
-    /// Models are equal when their names, versions, entities and configurations are.
+    /// Models are equal when their names, versions, entities, configurations and fetch request
+    /// templates are (warnings are not compared).
     public static func == (lhs: ObjectModel, rhs: ObjectModel) -> Bool {
         lhs.name == rhs.name && lhs.version == rhs.version && lhs.entities == rhs.entities
-            && lhs.configurations == rhs.configurations
+            && lhs.configurations == rhs.configurations && lhs.fetchRequestTemplates == rhs.fetchRequestTemplates
     }
 }
 

@@ -190,7 +190,8 @@ struct SQLiteSchema: Sendable {
                     sql =
                         isSource
                         ? "SELECT \"target\" FROM \(quote(join.name)) WHERE \"source\" = ? ORDER BY \"position\""
-                        : "SELECT \"source\" FROM \(quote(join.name)) WHERE \"target\" = ? ORDER BY \"source\""
+                        : "SELECT \"source\" FROM \(quote(join.name)) WHERE \"target\" = ? ORDER BY "
+                            + (join.isTargetOrdered ? "\"target_position\", \"source\"" : "\"source\"")
                 default: sql = nil
                 }
                 queries[entity, default: [:]][relationship.name] = sql.map { (SQLText($0), destination) }
@@ -227,15 +228,18 @@ struct SQLiteSchema: Sendable {
                     )
                 }
                 for index in description.indexes {
-                    let columns = index.properties.map(Self.quote).joined(separator: ", ")
+                    let columns = index.properties.map {
+                        Self.quote($0) + (index.descending.contains($0) ? " DESC" : "")
+                    }.joined(separator: ", ")
                     statements.append(
                         "CREATE INDEX \(Self.quote(index.name)) ON \(Self.quote(table.name)) (\(columns))")
                 }
             }
         }
         for join in joinTables {
+            let targetPosition = join.isTargetOrdered ? ", \"target_position\" INTEGER NOT NULL DEFAULT 0" : ""
             statements.append(
-                "CREATE TABLE \(Self.quote(join.name)) (\"source\" INTEGER NOT NULL, \"target\" INTEGER NOT NULL, \"position\" INTEGER NOT NULL, PRIMARY KEY (\"source\", \"target\")) WITHOUT ROWID"
+                "CREATE TABLE \(Self.quote(join.name)) (\"source\" INTEGER NOT NULL, \"target\" INTEGER NOT NULL, \"position\" INTEGER NOT NULL\(targetPosition), PRIMARY KEY (\"source\", \"target\")) WITHOUT ROWID"
             )
             statements.append(
                 "CREATE INDEX \(Self.quote("\(join.name)_target")) ON \(Self.quote(join.name)) (\"target\")")

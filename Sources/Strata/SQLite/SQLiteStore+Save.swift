@@ -242,23 +242,48 @@ extension SQLiteStore {
         for edit in edits {
             switch edit {
             case .setTargets(let join, let source, let targets):
+                // Pairs that stay keep their place in the other side's order.
                 let table = SQLiteSchema.quote(join.name)
+                let keep = targets.map { _ in "?" }.joined(separator: ", ")
                 try write(
-                    db, "DELETE FROM \(table) WHERE \"source\" = ?", [.integer(source)], entity: join.sourceEntity)
+                    db,
+                    "DELETE FROM \(table) WHERE \"source\" = ?"
+                        + (targets.isEmpty ? "" : " AND \"target\" NOT IN (\(keep))"),
+                    [.integer(source)] + targets.map { .integer($0) }, entity: join.sourceEntity)
+                let targetPosition =
+                    join.isTargetOrdered
+                    ? (
+                        "\"target_position\", ",
+                        "(SELECT coalesce(max(\"target_position\"), -1) + 1 FROM \(table) WHERE \"target\" = ?), "
+                    )
+                    : ("", "")
                 for (position, target) in targets.enumerated() {
                     try write(
-                        db, "INSERT OR REPLACE INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, ?)",
-                        [.integer(source), .integer(target), .integer(Int64(position))], entity: join.sourceEntity)
+                        db,
+                        "INSERT INTO \(table) (\"source\", \"target\", \(targetPosition.0)\"position\") VALUES (?, ?, \(targetPosition.1)?) "
+                            + "ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\"",
+                        [.integer(source), .integer(target)] + (join.isTargetOrdered ? [.integer(target)] : [])
+                            + [.integer(Int64(position))], entity: join.sourceEntity)
                 }
             case .setSources(let join, let target, let sources):
+                // Pairs that stay keep their place in the source side's order; new ones go last.
                 let table = SQLiteSchema.quote(join.name)
+                let keep = sources.map { _ in "?" }.joined(separator: ", ")
                 try write(
-                    db, "DELETE FROM \(table) WHERE \"target\" = ?", [.integer(target)], entity: join.targetEntity)
-                for source in sources {
+                    db,
+                    "DELETE FROM \(table) WHERE \"target\" = ?"
+                        + (sources.isEmpty ? "" : " AND \"source\" NOT IN (\(keep))"),
+                    [.integer(target)] + sources.map { .integer($0) }, entity: join.targetEntity)
+                for (position, source) in sources.enumerated() {
                     try write(
                         db,
                         "INSERT OR IGNORE INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, (SELECT coalesce(max(\"position\"), -1) + 1 FROM \(table) WHERE \"source\" = ?))",
                         [.integer(source), .integer(target), .integer(source)], entity: join.targetEntity)
+                    if join.isTargetOrdered {
+                        try write(
+                            db, "UPDATE \(table) SET \"target_position\" = ? WHERE \"source\" = ? AND \"target\" = ?",
+                            [.integer(Int64(position)), .integer(source), .integer(target)], entity: join.targetEntity)
+                    }
                 }
             }
         }

@@ -19,7 +19,19 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
         var rows: [String: [Int64: StoreRow]] = [:]
         /// Join tables: source key → ordered target keys.
         var joins: [String: [Int64: [Int64]]] = [:]
+        /// For join tables ordered on both sides: target key → ordered source keys.
+        var targetOrders: [String: [Int64: [Int64]]] = [:]
         var closed = false
+
+        /// The sources paired with `target` in `join`: in the target side's order when it keeps
+        /// one, else by key.
+        func sources(of target: Int64, in join: JoinTableDescription) -> [Int64] {
+            let table = joins[join.name] ?? [:]
+            let paired = Set(table.filter { $0.value.contains(target) }.map(\.key))
+            guard join.isTargetOrdered else { return paired.sorted() }
+            let ordered = (targetOrders[join.name]?[target] ?? []).filter(paired.contains)
+            return ordered + paired.subtracting(ordered).sorted()
+        }
     }
 
     let state = Locked(State())
@@ -124,8 +136,7 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
         case .inverseForeignKey(let inverse):
             keys = destinationRows.values.filter { ($0.toOne[inverse] ?? nil) == id }.map { $0.id.primaryKey! }.sorted()
         case .joinTable(let join, let isSource):
-            let table = current.joins[join.name] ?? [:]
-            keys = isSource ? table[pk] ?? [] : table.filter { $0.value.contains(pk) }.map(\.key).sorted()
+            keys = isSource ? current.joins[join.name]?[pk] ?? [] : current.sources(of: pk, in: join)
         }
         return keys.compactMap { destinationRows[$0]?.id }
     }

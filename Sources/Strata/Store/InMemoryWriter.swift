@@ -120,6 +120,7 @@ struct InMemoryWriter {
                 {
                     for key in table.keys { table[key]?.removeAll { $0 == pk } }
                     draft.joins[join.name] = table
+                    draft.targetOrders[join.name]?[pk] = nil
                 }
             }
         }
@@ -134,14 +135,25 @@ struct InMemoryWriter {
         for edit in edits {
             switch edit {
             case .setTargets(let join, let source, let targets):
+                let before = draft.joins[join.name]?[source] ?? []
                 draft.joins[join.name, default: [:]][source] = targets.isEmpty ? nil : targets
+                if join.isTargetOrdered {
+                    // New pairs go last in their target's order; removed ones leave it.
+                    for target in before where !targets.contains(target) {
+                        draft.targetOrders[join.name]?[target]?.removeAll { $0 == source }
+                    }
+                    for target in targets where !before.contains(target) {
+                        draft.targetOrders[join.name, default: [:]][target, default: []].append(source)
+                    }
+                }
             case .setSources(let join, let target, let sources):
                 var table = draft.joins[join.name] ?? [:]
-                for key in table.keys { table[key]?.removeAll { $0 == target } }
+                for key in table.keys where !sources.contains(key) { table[key]?.removeAll { $0 == target } }
                 for source in sources where !(table[source] ?? []).contains(target) {
                     table[source, default: []].append(target)
                 }
                 draft.joins[join.name] = table.filter { !$0.value.isEmpty }
+                if join.isTargetOrdered { draft.targetOrders[join.name, default: [:]][target] = sources }
             }
         }
     }

@@ -78,6 +78,7 @@ public final class StrataServerInstance: Sendable {
     /// Starts listening, then loads the stores.
     /// - Throws: ``ServeError`` for a port that cannot be bound or a store that cannot be loaded.
     public func start() throws(ServeError) {
+        for warning in model.warnings { log("strata: model warning: \(warning)") }
         do {
             try http.start()
         } catch {
