@@ -8,6 +8,8 @@
 #      trip (scripts/client_roundtrip.py);
 #   4. openapi-generator-cli generates the python and typescript-fetch clients without errors;
 #   5. schemathesis runs its default checks over every operation (scripts/schemathesis.toml);
+#   6. scripts/model-checks.py serves every Core Data model fixture (and the real models, when
+#      present) on servers of its own;
 # then stops the server. Prints one line per check and ends with "N passed, N failed"; exits
 # non-zero when any check fails.
 #
@@ -157,5 +159,8 @@ schemathesis() {
         --generation-database none "${seed[@]}"
 }
 check "schemathesis: default checks over every operation" schemathesis
+# Core Data models served as they are: the fixtures and, where present, the real models of public
+# apps (each on a server of its own; see the script).
+check "Core Data models: load, serve, create every entity, schemathesis on the fixtures" python3 scripts/model-checks.py
 
 summary

@@ -158,4 +158,23 @@ import Testing
         #expect(try client.send("GET", "/books/\(bookID)").status == 200)
         #expect(try fixture.dump() == before)
     }
+
+    @Test func offsetsUpToTheLargestIntegerAreEmptyPages() throws {
+        let fixture = try ServerFixture()
+        let client = fixture.client
+        let author = try client.send("POST", "/authors", json: #"{"name": "A"}"#)
+        let id = try #require(field(author, "_id")?.doubleValue.map { Int64($0) })
+        _ = try client.send("POST", "/books", json: #"{"title": "T", "author": \#(id)}"#)
+        // Each of these once trapped on an overflowing offset + limit and took the server down.
+        for target in [
+            "/authors/\(id)/books?offset=9223372036854775806",
+            "/authors/\(id)/books?offset=9223372036854775807&limit=100",
+            "/books?offset=9223372036854775807", "/books?offset=9223372036854775806&limit=1000&count=exact",
+        ] {
+            let response = try client.send("GET", target)
+            #expect(response.status == 200, "\(target): \(response.text)")
+            #expect(items(response).isEmpty && field(response, "next") == .null, "\(target)")
+        }
+        #expect(try client.send("GET", "/live").status == 200)
+    }
 }

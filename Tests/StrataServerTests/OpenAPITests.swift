@@ -290,7 +290,7 @@ struct OpenAPITests {
                    {"name": "Product", "resource": "catalogue",
                     "attributes": [{"name": "label", "type": "string"}, {"name": "where", "type": "string"}],
                     "relationships": [{"name": "problems", "destination": "Problem", "toMany": true, "inverse": "product",
-                                       "minCount": 1}],
+                                       "minCount": 1, "optional": false}],
                     "fetchedProperties": [{"name": "similar", "entity": "Product", "predicate": "label == $FETCH_SOURCE.label",
                                            "description": "Products with the same label."}]}
                  ]}

@@ -106,8 +106,9 @@ final class UnwritableFile {
         defer { try? FileManager.default.removeItem(at: folder) }
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let probe = folder.appendingPathComponent("probe")
-        FileManager.default.createFile(atPath: probe.path, contents: Data("x".utf8))
-        guard let file = try? UnwritableFile(probe) else { return false }
+        guard FileManager.default.createFile(atPath: probe.path, contents: Data("x".utf8)),
+            let file = try? UnwritableFile(probe)
+        else { return false }
         file.restore()
         return true
     }()

@@ -2,8 +2,8 @@ import Foundation
 import Strata
 import StrataServer
 
-/// The real server, in process, on a free loopback port, serving the example model from SQLite
-/// files in a temporary folder.
+/// The real server, in process, on a free loopback port, serving the example model (or another)
+/// from SQLite files in a temporary folder.
 public final class ServerFixture: Sendable {
     /// The folder holding the store files.
     public let folder = TemporaryDirectory()
@@ -14,8 +14,9 @@ public final class ServerFixture: Sendable {
     /// Every line the server logged.
     public let logLines = Locked<[String]>([])
 
-    /// Starts a server; `modify` adjusts its options first.
-    public init(options modify: (inout ServerOptions) -> Void = { _ in }) throws {
+    /// Starts a server for `model` (the example model when nil); `modify` adjusts its options
+    /// first.
+    public init(model: ObjectModel? = nil, options modify: (inout ServerOptions) -> Void = { _ in }) throws {
         var options = ServerOptions()
         options.port = 0
         options.dataDirectory = folder.url.path
@@ -23,7 +24,8 @@ public final class ServerFixture: Sendable {
         modify(&options)
         let lines = logLines
         server = StrataServerInstance(
-            model: try ObjectModel.example, options: options, log: { line in lines.withLock { $0.append(line) } })
+            model: try model ?? ObjectModel.example, options: options,
+            log: { line in lines.withLock { $0.append(line) } })
         try server.start()
         client = TestClient(port: server.port)
     }

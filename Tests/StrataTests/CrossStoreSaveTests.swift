@@ -212,8 +212,8 @@ import Testing
             try root.save()
             Issue.record("the save went through")
         } catch {
-            #expect((error as? ContextError)?.storeError?.code == .full, "\(error)")
-            #expect((error as? ContextError)?.storeError?.storeURL == full.url)
+            #expect(error.storeError?.code == .full, "\(error)")
+            #expect(error.storeError?.storeURL == full.url)
         }
         root.rollback()
         #expect(try Self.codes(coordinator).values.allSatisfy { $0 == ["first"] })
@@ -243,7 +243,7 @@ import Testing
             try root.save()
             Issue.record("a store owing a part took another save")
         } catch {
-            #expect((error as? ContextError)?.storeError?.code == .unsettled, "\(error)")
+            #expect(error.storeError?.code == .unsettled, "\(error)")
         }
         root.rollback()
         #expect(try coordinator.count(FetchRequest(entityName: lastEntity)) == 1)

@@ -20,9 +20,9 @@ import Testing
     }
 
     static func descriptions(_ folder: TemporaryDirectory, migrate: Bool) -> [StoreDescription] {
-        ["L", "R"].map {
+        ["L", "R"].map { (name: String) in
             StoreDescription(
-                type: .sqlite, configuration: $0, url: folder.file("\($0).sqlite"),
+                type: .sqlite, configuration: name, url: folder.file("\(name).sqlite"),
                 options: StoreOptions(migrate: migrate))
         }
     }

@@ -178,13 +178,38 @@ func pairModel(
             .missingInverse, entity: "Author", property: "books")
     }
 
-    @Test func mismatchedInverse() {
+    @Test func anInverseThatDoesNotPointBackIsAWarningAndEachSideKeepsItsOwn() throws {
         let json = pairModel(
             bookExtra: "",
             authorRelationship:
                 #"{"name": "books", "destination": "Book", "toMany": true, "inverse": "author"}, {"name": "favourite", "destination": "Book", "inverse": "author"}"#
         )
-        expectIssue(json, .mismatchedInverse, entity: "Author", property: "favourite")
+        let model = try ObjectModel.load(json: Array(json.utf8))
+        #expect(
+            model.warnings.contains {
+                $0.code == .mismatchedInverse && $0.entity == "Author" && $0.property == "favourite"
+            })
+        #expect(model.inverse(of: "favourite", of: "Author") == nil)
+        #expect(model.inverse(of: "books", of: "Author")?.name == "author")
+        let coordinator = StoreCoordinator(model: model)
+        let folder = TemporaryDirectory()
+        try coordinator.addStore(type: .sqlite, url: folder.file("pair.sqlite"))
+        let context = ObjectContext(coordinator: coordinator)
+        let author = try context.insert("Author", values: ["name": .string("A")])
+        let book = try context.insert("Book", values: ["title": .string("B")])
+        try author.setObject(book, forKey: "favourite")
+        #expect(try book.object(forKey: "author") == nil)
+        try book.setObject(author, forKey: "author")
+        try context.save()
+        let fresh = ObjectContext(coordinator: coordinator)
+        let stored = try fresh.object(with: author.objectID)
+        #expect(try stored.object(forKey: "favourite")?.objectID == book.objectID)
+        #expect(try stored.objectIDs(forKey: "books") == [book.objectID])
+        // Deleting the book lets go of it on both.
+        try fresh.delete(try fresh.object(with: book.objectID))
+        try fresh.save()
+        let after = ObjectContext(coordinator: coordinator)
+        #expect(try after.object(with: author.objectID).object(forKey: "favourite") == nil)
     }
 
     @Test func relationshipAcrossConfigurationsSaysUseAFetchedProperty() {

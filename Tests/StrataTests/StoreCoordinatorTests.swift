@@ -67,20 +67,19 @@ import Testing
         #expect(throws: StoreError.self) { try coordinator.fetch(FetchRequest(entityName: "Book")) }
     }
 
-    @Test func anEntityInTwoWritableStoresNeedsAnAssignment() throws {
+    @Test func anEntityInTwoWritableStoresGoesToTheFirstUnlessAssigned() throws {
         let coordinator = StoreCoordinator(model: conformanceModel)
         let first = try coordinator.addStore(type: .inMemory, configuration: "Main")
         let folder = TemporaryDirectory()
         let second = try coordinator.addStore(type: .sqlite, configuration: nil, url: folder.file("all.sqlite"))
         let tag = StoreRow(id: .temporary(entity: "Tag"), attributes: ["name": .string("a")])
-        do {
-            _ = try coordinator.save(SaveRequest(inserts: [tag]))
-            Issue.record("saved an ambiguous insert")
-        } catch {
-            #expect(error.code == .ambiguousStore)
-            #expect(error.message.contains(first.identifier) && error.message.contains(second.identifier))
-            #expect(error.message.contains("all.sqlite"))
-        }
+        let unassigned = StoreRow(id: .temporary(entity: "Tag"), attributes: ["name": .string("first")])
+        let routed = try coordinator.save(SaveRequest(inserts: [unassigned]))
+        #expect(routed.permanentIDs[unassigned.id]?.storeIdentifier == first.identifier)
+        _ = try coordinator.save(
+            SaveRequest(deletes: [
+                StoreDeletion(id: try #require(routed.permanentIDs[unassigned.id]), expectedVersion: nil)
+            ]))
         let saved = try coordinator.save(SaveRequest(inserts: [tag], assignments: [tag.id: second.identifier]))
         #expect(saved.permanentIDs[tag.id]?.storeIdentifier == second.identifier)
         let other = StoreRow(id: .temporary(entity: "Tag"), attributes: ["name": .string("b")])

@@ -220,6 +220,7 @@ extension ObjectContext {
             guard !ready.isEmpty else { return ([], nil) }
             do throws(ContextError) {
                 for ticket in ready { try receive(ticket.pushed, &s) }
+                try computeDerived(&s)
                 let failures = try validationFailures(&s)
                 if !failures.isEmpty { throw ContextError(.validation, "validation failed", failures: failures) }
                 let request = try saveRequest(&s)

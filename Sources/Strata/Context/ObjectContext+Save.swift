@@ -262,6 +262,7 @@ extension ObjectContext {
         _ s: inout ContextStorage, strict: Set<ObjectID> = [], keeping: [ObjectID] = [],
         into snapshots: inout [ObjectID: StoreRow]
     ) throws(ContextError) -> ContextChanges? {
+        try computeDerived(&s)
         let failures = try validationFailures(&s)
         if !failures.isEmpty { throw ContextError(.validation, "validation failed", failures: failures) }
         var attempts = 0

@@ -29,7 +29,9 @@ extension ObjectContext {
                     } else {
                         count = try toManyList(k, relationship.name, &s).count
                     }
-                    if let minCount = relationship.minCount, count < minCount {
+                    // As in Core Data, an optional relationship may be empty whatever its minCount.
+                    if let minCount = relationship.minCount, count < minCount, !(relationship.isOptional && count == 0)
+                    {
                         failures.append(
                             ValidationFailure(
                                 entity: k.entityName, objectID: id, field: relationship.name, rule: .minCount,

@@ -36,8 +36,8 @@ public protocol CommittedReads: Sendable {
     func row(for id: ObjectID) throws(StoreError) -> StoreRow?
     /// The objects a stored to-many relationship of `id` holds, in order.
     func relatedIDs(of id: ObjectID, relationship: String) throws(StoreError) -> [ObjectID]
-    /// The ID of the object with `primaryKey` of `entity`, in the one store that holds the entity;
-    /// nil when no store or several hold it.
+    /// The ID of the object with `primaryKey` of `entity`, in the store that holds the entity (of
+    /// several, the first added: where inserts go); nil when no store holds it.
     func objectID(of entity: String, primaryKey: Int64) -> ObjectID?
     /// For each entity, the stores that hold it.
     var routes: [String: [StoreRoute]] { get }
@@ -50,9 +50,9 @@ public protocol CommittedReads: Sendable {
 
 extension StoreCoordinator: CommittedReads {
     public func objectID(of entity: String, primaryKey: Int64) -> ObjectID? {
-        let holders = stores(for: entity)
-        guard holders.count == 1 else { return nil }
-        return ObjectID(store: holders[0].identifier, entity: entity, primaryKey: primaryKey)
+        // Of several, the first added: the one an insert goes to unless it is assigned.
+        guard let first = stores(for: entity).first else { return nil }
+        return ObjectID(store: first.identifier, entity: entity, primaryKey: primaryKey)
     }
 
     public var storeSummaries: [StoreSummary] {

@@ -3,11 +3,15 @@ extension StoreCoordinator {
     /// as if they were in one store (ties broken by store, then primary key).
     /// - Throws: ``StoreError`` (`.noStoreForEntity` when no store holds the entity).
     public func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow] {
-        let holders = try holders(of: request.entityName)
+        let holders = try holders(of: request)
         if holders.count == 1 { return try holders[0].fetch(request) }
         var perStore = request
         perStore.fetchOffset = 0
-        perStore.fetchLimit = request.fetchLimit.map { $0 + request.fetchOffset }
+        // Saturating: an offset past every object (up to Int.max) is an empty page, not a trap.
+        perStore.fetchLimit = request.fetchLimit.map {
+            let (sum, overflow) = $0.addingReportingOverflow(request.fetchOffset)
+            return overflow ? Int.max : sum
+        }
         var rows: [StoreRow] = []
         for store in holders { rows += try store.fetch(perStore) }
         rows.sort(by: request.sortsBefore)
@@ -17,7 +21,7 @@ extension StoreCoordinator {
     /// How many objects match `request` across every store that holds its entity.
     public func count(_ request: FetchRequest) throws(StoreError) -> Int {
         var total = 0
-        for store in try holders(of: request.entityName) { total += try store.count(request) }
+        for store in try holders(of: request) { total += try store.count(request) }
         return total
     }
 
@@ -34,11 +38,13 @@ extension StoreCoordinator {
         return try store.relatedIDs(of: id, relationship: relationship)
     }
 
-    private func holders(of entity: String) throws(StoreError) -> [any PersistentStore] {
+    private func holders(of request: FetchRequest) throws(StoreError) -> [any PersistentStore] {
+        let entity = request.entityName
         guard model.entity(named: entity) != nil else {
             throw StoreError(.notFound, "the model has no entity '\(entity)'", entity: entity)
         }
-        let holders = stores(for: entity)
+        var holders = stores(for: entity)
+        if let affected = request.affectedStores { holders.removeAll { !affected.contains($0.identifier) } }
         if holders.isEmpty {
             throw StoreError(.noStoreForEntity, "no attached store holds entity '\(entity)'", entity: entity)
         }

@@ -52,7 +52,7 @@ extension StoreCoordinator {
     /// references to those IDs, splits the changes by store, prepares every store's part (one
     /// transaction each) and commits them only when all are prepared. If any store fails before
     /// the commits, every store is left as it was.
-    /// - Throws: ``StoreError``: `.noStoreForEntity`, `.ambiguousStore`, `.conflict`,
+    /// - Throws: ``StoreError``: `.noStoreForEntity`, `.conflict`,
     ///   `.uniqueViolation`, `.invalidRequest` (a reference across stores, say), `.io`.
     public func save(_ request: consuming SaveRequest) throws(StoreError) -> SaveResult {
         var save = SaveInProgress(coordinator: self, temporaryIDs: request.inserts.map(\.id))

@@ -154,9 +154,10 @@ public final class StoreCoordinator: @unchecked Sendable {
         return table
     }
 
-    /// The store an insert of `entity` goes to: the one named by `assigned`, else the only writable
-    /// store that holds the entity.
-    /// - Throws: `.noStoreForEntity`, or `.ambiguousStore` naming the candidates.
+    /// The store an insert of `entity` goes to: the one named by `assigned`, else the first writable
+    /// store added that holds the entity (as Core Data does when several stores' configurations
+    /// hold it and the object is not assigned to one).
+    /// - Throws: `.noStoreForEntity`.
     public func storeForInsert(of entity: String, assigned: String? = nil) throws(StoreError) -> any PersistentStore {
         let candidates = stores(for: entity).filter { !$0.options.readOnly }
         if let assigned {
@@ -168,20 +169,11 @@ public final class StoreCoordinator: @unchecked Sendable {
             }
             return store
         }
-        switch candidates.count {
-        case 0:
+        guard let first = candidates.first else {
             throw StoreError(
                 .noStoreForEntity,
                 "no writable store holds entity '\(entity)'; add a store for one of its configurations", entity: entity)
-        case 1: return candidates[0]
-        default:
-            let names = candidates.map {
-                "\($0.identifier) \($0.configuration ?? ObjectModel.defaultConfiguration) (\($0.url?.path ?? "memory"))"
-            }
-            throw StoreError(
-                .ambiguousStore,
-                "several writable stores hold '\(entity)'; assign the object to one of: \(names.joined(separator: ", "))",
-                entity: entity)
         }
+        return first
     }
 }

@@ -33,6 +33,10 @@ struct ModelValidator {
         checkInheritance()
         for entity in entities {
             checkProperties(of: entity)
+            if !entity.isAbstract, lineage(of: entity).allSatisfy({ $0.attributes.isEmpty && $0.relationships.isEmpty })
+            {
+                warn(.unsupported, entity.name, nil, "entity has no properties: its objects hold nothing but their id")
+            }
             for attribute in entity.attributes { check(attribute, in: entity) }
             for relationship in entity.relationships { check(relationship, in: entity) }
             for fetched in entity.fetchedProperties { check(fetched, in: entity) }
@@ -66,9 +70,10 @@ struct ModelValidator {
                 do {
                     _ = try FetchPredicate(format: template.predicate)
                 } catch {
-                    add(
-                        .invalidValue, template.entity, template.name,
-                        "fetch request template predicate '\(template.predicate)' does not parse: \(error.message)")
+                    warn(
+                        .unsupported, template.entity, template.name,
+                        "fetch request template predicate '\(template.predicate)' does not parse: \(error.message); the template cannot be used"
+                    )
                 }
             }
         }
@@ -211,6 +216,18 @@ struct ModelValidator {
                 add(.invalidRegex, entity.name, name, "regex '\(regex)' is not a valid regular expression")
             }
         }
+        if let expression = attribute.derivation {
+            if let derivation = Derivation(expression) {
+                if let problem = unresolved(derivation, in: entity) {
+                    warn(.invalidValue, entity.name, name, "derivation '\(expression)': \(problem); stored as it is")
+                }
+            } else {
+                warn(
+                    .unsupported, entity.name, name,
+                    "derivation '\(expression)' is not one Strata computes (key paths, lowercase:/uppercase:/canonical:, @count/@sum/@min/@max/@avg, now()); stored as it is"
+                )
+            }
+        }
         if let value = attribute.defaultValue, !value.fits(type) {
             add(.invalidDefault, entity.name, name, "default \(value.json.jsonText) is not a \(type.rawValue) value")
         }
@@ -220,6 +237,12 @@ struct ModelValidator {
         let name = relationship.name
         if let min = relationship.minCount, let max = relationship.maxCount, min > max {
             add(.minGreaterThanMax, entity.name, name, "minCount (\(min)) is greater than maxCount (\(max))")
+        }
+        if relationship.isToMany, relationship.isOptional, let min = relationship.minCount, min > 1 {
+            warn(
+                .invalidValue, entity.name, name,
+                "optional to-many with minCount \(min): it may be empty, else it needs at least \(min) (as Core Data validates it)"
+            )
         }
         if relationship.isOrdered && !relationship.isToMany {
             add(.invalidValue, entity.name, name, "only a to-many relationship can be ordered")
@@ -245,9 +268,10 @@ struct ModelValidator {
         }
         let sourceFamily = Set(lineage(of: entity).map(\.name))
         if inverse.inverse != name || !sourceFamily.contains(inverse.destination) {
-            add(
+            // Core Data loads it with a warning: each side then keeps its own references.
+            warn(
                 .mismatchedInverse, entity.name, name,
-                "inverse '\(destination.name).\(inverseName)' points to '\(inverse.destination).\(inverse.inverse ?? "nil")', not back to '\(entity.name).\(name)'"
+                "inverse '\(destination.name).\(inverseName)' points to '\(inverse.destination).\(inverse.inverse ?? "nil")', not back to '\(entity.name).\(name)': stored as a relationship without an inverse"
             )
         }
         checkConfigurations(of: relationship, in: entity, destination: destination)
@@ -281,9 +305,12 @@ struct ModelValidator {
             do {
                 _ = try FetchPredicate(format: fetched.predicate)
             } catch {
-                add(
-                    .invalidValue, entity.name, fetched.name,
-                    "predicate '\(fetched.predicate)' does not parse: \(error.message)")
+                // Core Data's predicates are a larger language than the one Strata parses: the
+                // model loads without this fetched property, as a template that does not parse.
+                warn(
+                    .unsupported, entity.name, fetched.name,
+                    "fetched property predicate '\(fetched.predicate)' does not parse: \(error.message); the fetched property is left out"
+                )
             }
         }
     }
@@ -371,6 +398,39 @@ struct ModelValidator {
             } else {
                 owners[path] = entity.name
             }
+        }
+    }
+
+    /// Why `derivation` cannot be computed for `entity` (an unknown property, say); nil when it can.
+    private func unresolved(_ derivation: Derivation, in entity: EntityDescription) -> String? {
+        func relationships(of name: String) -> [RelationshipDescription] {
+            lineage(of: byName[name] ?? entity).flatMap(\.relationships)
+        }
+        func attributes(of name: String) -> [AttributeDescription] {
+            lineage(of: byName[name] ?? entity).flatMap(\.attributes)
+        }
+        switch derivation {
+        case .now: return nil
+        case .keyPath(let path), .text(_, let path):
+            var current = entity.name
+            for name in path.dropLast() {
+                guard let relationship = relationships(of: current).first(where: { $0.name == name }),
+                    !relationship.isToMany
+                else { return "'\(name)' is not a to-one relationship of \(current)" }
+                current = relationship.destination
+            }
+            return attributes(of: current).contains { $0.name == path.last! }
+                ? nil : "'\(path.last!)' is not an attribute of \(current)"
+        case .aggregate(let name, _, let attribute):
+            guard let relationship = relationships(of: entity.name).first(where: { $0.name == name }),
+                relationship.isToMany
+            else {
+                return "'\(name)' is not a to-many relationship"
+            }
+            if let attribute, !attributes(of: relationship.destination).contains(where: { $0.name == attribute }) {
+                return "'\(attribute)' is not an attribute of \(relationship.destination)"
+            }
+            return nil
         }
     }
 

@@ -39,17 +39,24 @@ extension ObjectModel {
                 .unreadable, file: contents.path,
                 issues: [ModelIssue(.missingValue, "cannot read the model's contents: \(error.localizedDescription)")])
         }
-        let root = try ModelXMLNode.parse(data, file: contents.path)
+        return try loadCoreDataContents(data, file: contents.path, name: url.deletingPathExtension().lastPathComponent)
+    }
+
+    /// Loads a model from the XML of a `.xcdatamodel`'s `contents` file (which may also be kept
+    /// on its own, as `model.xml` say), named `name`.
+    /// - Throws: ``ModelError`` as ``loadCoreDataModel(at:)``.
+    public static func loadCoreDataContents(_ data: Data, file: String, name: String) throws(ModelError) -> ObjectModel
+    {
+        let root = try ModelXMLNode.parse(data, file: file)
         var reader = CoreDataModelReader()
         let parsed = reader.readModel(root)
-        guard reader.issues.isEmpty else { throw ModelError(.invalid, file: contents.path, issues: reader.issues) }
+        guard reader.issues.isEmpty else { throw ModelError(.invalid, file: file, issues: reader.issues) }
         do {
             return try ObjectModel(
-                name: url.deletingPathExtension().lastPathComponent, version: parsed.version,
-                entities: parsed.entities, configurations: parsed.configurations,
+                name: name, version: parsed.version, entities: parsed.entities, configurations: parsed.configurations,
                 fetchRequestTemplates: parsed.fetchRequestTemplates, warnings: reader.warnings)
         } catch {
-            throw ModelError(error.kind, file: contents.path, issues: error.issues)
+            throw ModelError(error.kind, file: file, issues: error.issues)
         }
     }
 

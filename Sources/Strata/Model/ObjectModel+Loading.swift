@@ -1,8 +1,9 @@
 import Foundation
 
 extension ObjectModel {
-    /// Loads a model file: our JSON format (`.json`), a Core Data `.xcdatamodel` folder, or a
-    /// `.xcdatamodeld` folder (its current version).
+    /// Loads a model file: our JSON format (`.json`), a Core Data `.xcdatamodel` folder, a
+    /// `.xcdatamodeld` folder (its current version), or the XML of a `.xcdatamodel`'s `contents`
+    /// kept as a file of its own (any file that starts with `<`).
     /// - Throws: ``ModelError``.
     public static func load(contentsOf url: URL) throws(ModelError) -> ObjectModel {
         switch url.pathExtension.lowercased() {
@@ -16,6 +17,12 @@ extension ObjectModel {
                 throw ModelError(
                     .unreadable, file: url.path,
                     issues: [ModelIssue(.invalidValue, "cannot read the file: \(error.localizedDescription)")])
+            }
+            // White space and a byte order mark may come first.
+            if data.drop(while: { [0x20, 0x09, 0x0D, 0x0A, 0xEF, 0xBB, 0xBF].contains($0) }).first == UInt8(ascii: "<")
+            {
+                return try loadCoreDataContents(
+                    data, file: url.path, name: url.deletingPathExtension().lastPathComponent)
             }
             return try load(json: data, file: url.path)
         }

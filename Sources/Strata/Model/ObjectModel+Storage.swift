@@ -112,7 +112,7 @@ extension ObjectModel {
     )]] {
         var result: [String: [(owner: String, relationship: RelationshipDescription)]] = [:]
         for owner in model.entities {
-            for relationship in owner.relationships where relationship.inverse == nil {
+            for relationship in owner.relationships where model.inverse(of: relationship.name, of: owner.name) == nil {
                 for entity in model.entityNames where model.entity(entity, isKindOf: relationship.destination) {
                     result[entity, default: []].append((owner.name, relationship))
                 }

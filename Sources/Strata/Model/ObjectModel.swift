@@ -1,3 +1,5 @@
+import Foundation
+
 /// An immutable, validated object model: entities, their properties, and named configurations.
 ///
 /// Create one with ``init(name:version:entities:configurations:)``, from the JSON format with
@@ -25,6 +27,8 @@ public struct ObjectModel: Sendable {
     let resolved: [String: ResolvedEntity]
     /// Each entity's REST resource path segment, worked out once (see ``resourcePath(of:)``).
     private let resources: [String: String]
+    /// Whether any entity has a derived attribute (saves compute them).
+    let hasDerivedAttributes: Bool
     /// How each relationship is stored, by entity and name, worked out once.
     private(set) var storages: [String: [String: RelationshipStorage]] = [:]
     /// The relationships without an inverse into each entity (see `relationshipsWithoutInverse`).
@@ -53,6 +57,7 @@ public struct ObjectModel: Sendable {
         sourceWarnings = warnings
         self.warnings = warnings + found + resourceWarnings
         resolved = ResolvedEntity.resolve(entities: entities, configurations: configurations)
+        hasDerivedAttributes = resolved.values.contains { !$0.derived.isEmpty }
         var storages: [String: [String: RelationshipStorage]] = [:]
         for entity in entities {
             for relationship in relationships(of: entity.name) {
@@ -91,6 +96,35 @@ public struct ObjectModel: Sendable {
         resolved[entity]?.fetchedProperties ?? []
     }
 
+    /// The fetch request template named `name` (Core Data's `fetchRequestTemplate(forName:)`).
+    public func fetchRequestTemplate(named name: String) -> FetchRequestTemplate? {
+        fetchRequestTemplates.first { $0.name == name }
+    }
+
+    /// A fetch request made from template `name` with its `$VARIABLES` replaced (Core Data's
+    /// `fetchRequestFromTemplate(withName:substitutionVariables:)`).
+    /// - Throws: ``PredicateError`` for an unknown template or a variable without a value.
+    public func fetchRequest(
+        fromTemplate name: String, substitutionVariables variables: [String: PredicateArgument] = [:]
+    ) throws(PredicateError) -> FetchRequest {
+        guard let template = fetchRequestTemplate(named: name) else {
+            throw PredicateError("the model has no fetch request template '\(name)'")
+        }
+        let text = template.predicate.trimmingCharacters(in: .whitespaces)
+        let predicate = text.isEmpty ? nil : try FetchPredicate(format: text).substituting(variables)
+        return FetchRequest(entityName: template.entity, predicate: predicate)
+    }
+
+    /// The derived attributes of `entity` (computed on every save, never set).
+    public func derivedAttributes(of entity: String) -> [AttributeDescription] {
+        resolved[entity]?.derived.map(\.attribute) ?? []
+    }
+
+    /// Whether attribute `name` of `entity` is derived (computed on every save, never set).
+    public func isDerived(_ name: String, of entity: String) -> Bool {
+        resolved[entity]?.derived.contains { $0.attribute.name == name } ?? false
+    }
+
     /// The attribute `name` of `entity`, inherited or own.
     public func attribute(_ name: String, of entity: String) -> AttributeDescription? {
         resolved[entity]?.attributesByName[name]
@@ -101,10 +135,15 @@ public struct ObjectModel: Sendable {
         resolved[entity]?.relationshipsByName[name]
     }
 
-    /// The inverse of relationship `name` of `entity`.
+    /// The inverse of relationship `name` of `entity`: nil when it has none, or when the one it
+    /// names does not point back (Core Data loads such a model with a warning; the relationship
+    /// is kept as one without an inverse).
     public func inverse(of name: String, of entity: String) -> RelationshipDescription? {
-        guard let relationship = relationship(name, of: entity), let inverse = relationship.inverse else { return nil }
-        return self.relationship(inverse, of: relationship.destination)
+        guard let relationship = relationship(name, of: entity), let inverseName = relationship.inverse,
+            let inverse = self.relationship(inverseName, of: relationship.destination), inverse.inverse == name,
+            self.entity(entity, isKindOf: inverse.destination)
+        else { return nil }
+        return inverse
     }
 
     /// The positions of `entity`'s attributes, shared by every object of it.
@@ -276,6 +315,8 @@ final class ResolvedEntity: Sendable {
     let rules: [AttributeRule]
     /// The relationships with a rule to validate (required, or a count).
     let relationshipRules: [RelationshipDescription]
+    /// The derived attributes whose expressions parse, with them (computed on every save).
+    let derived: [(attribute: AttributeDescription, derivation: Derivation)]
     /// The positions of the entity's attributes, shared by every object of it.
     let layout: AttributeLayout
     /// The type of the attribute at each position of `layout`.
@@ -299,7 +340,13 @@ final class ResolvedEntity: Sendable {
         self.attributes = attributes
         self.relationships = relationships
         self.fetchedProperties = fetchedProperties
+        derived = attributes.compactMap { attribute in
+            attribute.derivation.flatMap(Derivation.init).map { (attribute, $0) }
+        }
+        let derivedNames = Set(derived.map(\.attribute.name))
         rules = attributes.enumerated().compactMap { position, attribute in
+            // A derived value is computed, not given: it has no rule to break.
+            guard !derivedNames.contains(attribute.name) else { return nil }
             let ruled =
                 !attribute.isOptional || attribute.minValue != nil || attribute.maxValue != nil
                 || attribute.minLength != nil || attribute.maxLength != nil || attribute.regex != nil
@@ -355,7 +402,9 @@ final class ResolvedEntity: Sendable {
                 configurations: configurations.filter { $0.entities.contains(entity.name) }.map(\.name),
                 attributes: attributes,
                 relationships: relationships,
-                fetchedProperties: lineage.flatMap(\.fetchedProperties))
+                fetchedProperties: lineage.flatMap(\.fetchedProperties).filter {
+                    $0.predicate.allSatisfy(\.isWhitespace) || (try? FetchPredicate(format: $0.predicate)) != nil
+                })
         }
         return resolved
     }

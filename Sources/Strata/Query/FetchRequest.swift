@@ -32,6 +32,9 @@ public struct FetchRequest: Sendable, Hashable {
     public var fetchLimit: Int?
     /// How many matching objects to skip.
     public var fetchOffset: Int
+    /// The identifiers of the stores to search (Core Data's `affectedStores`); nil searches every
+    /// store that holds the entity.
+    public var affectedStores: Set<String>? = nil
 
     /// Creates a request.
     public init(
@@ -69,7 +72,7 @@ extension FetchRequest {
     /// The part of sorted `rows` this request's offset and limit select.
     func window(_ rows: [StoreRow]) -> [StoreRow] {
         let start = min(fetchOffset, rows.count)
-        let end = fetchLimit.map { min(rows.count, start + $0) } ?? rows.count
+        let end = fetchLimit.map { start + min(rows.count - start, $0) } ?? rows.count
         return start == 0 && end == rows.count ? rows : Array(rows[start..<end])
     }
 }

@@ -135,9 +135,9 @@ struct SQLiteSchema: Sendable {
         // Statements built once: the per-row paths only look them up.
         selectByKey = tables.mapValues { table in
             SQLText(
-                "SELECT \"_pk\", \"_entity\", \"_version\", "
-                    + table.columns.map { Self.quote($0.name) }.joined(separator: ", ")
-                    + " FROM \(Self.quote(table.name)) WHERE \"_pk\" = ?")
+                "SELECT "
+                    + (["\"_pk\"", "\"_entity\"", "\"_version\""] + table.columns.map { Self.quote($0.name) }).joined(
+                        separator: ", ") + " FROM \(Self.quote(table.name)) WHERE \"_pk\" = ?")
         }
         var inserts: [String: SQLText] = [:]
         // Columns in the order the save binds them: attributes by layout, then foreign keys.
@@ -227,12 +227,15 @@ struct SQLiteSchema: Sendable {
                         "CREATE UNIQUE INDEX \(Self.quote("_unique_\(entity)_\(index)")) ON \(Self.quote(table.name)) (\(columns))\(partial)"
                     )
                 }
+                // Index names are the database's, fetch index names only the entity's (Core Data
+                // models reuse them across entities): the entity's name goes first.
                 for index in description.indexes {
                     let columns = index.properties.map {
                         Self.quote($0) + (index.descending.contains($0) ? " DESC" : "")
                     }.joined(separator: ", ")
                     statements.append(
-                        "CREATE INDEX \(Self.quote(index.name)) ON \(Self.quote(table.name)) (\(columns))")
+                        "CREATE INDEX \(Self.quote("\(entity)_\(index.name)")) ON \(Self.quote(table.name)) (\(columns))"
+                    )
                 }
             }
         }

@@ -57,8 +57,8 @@ extension SQLiteStore {
             order.append("\(column) \(descriptor.ascending ? "ASC" : "DESC")")
         }
         order.append("\(alias).\"_pk\" ASC")
-        var sql = "SELECT \(alias).\"_pk\", \(alias).\"_entity\", \(alias).\"_version\", "
-        sql += table.columns.map { "\(alias).\(SQLiteSchema.quote($0.name))" }.joined(separator: ", ")
+        let columns = ["_pk", "_entity", "_version"] + table.columns.map(\.name)
+        var sql = "SELECT " + columns.map { "\(alias).\(SQLiteSchema.quote($0))" }.joined(separator: ", ")
         sql += " \(from) ORDER BY \(order.joined(separator: ", "))"
         var allArguments = arguments
         if request.fetchLimit != nil || request.fetchOffset > 0 {

@@ -37,8 +37,6 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case duplicateStore
         /// No attached store holds the entity.
         case noStoreForEntity
-        /// Several writable stores hold the entity and the insert names none of them.
-        case ambiguousStore
         /// The store is read-only.
         case readOnly
         /// Objects changed underneath the save (optimistic locking).

@@ -23,7 +23,7 @@ extension OpenAPIBuilder {
                 "parameters",
                 .array(
                     filterParameters(entity) + [orderParameter(entity), whereParameter(entity)]
-                        + Self.pagingParameters())
+                        + queryParameters(entity) + Self.pagingParameters())
             ),
             (
                 "responses",
@@ -284,131 +284,6 @@ extension OpenAPIBuilder {
             }
         }
         return text
-    }
-
-    // MARK: - Parameters
-
-    /// The query parameter names a list reserves for itself.
-    static let reservedQueryNames: Set<String> = ["where", "order", "limit", "after", "offset", "count"]
-
-    /// One `attr=op.value` query parameter per attribute and to-one relationship.
-    private func filterParameters(_ entity: EntityDescription) -> [OpenAPINode] {
-        var parameters: [OpenAPINode] = [
-            .members([
-                ("name", .string(ObjectCodec.idKey)),
-                ("in", "query"),
-                (
-                    "description",
-                    .string("Filter on the objects' own ids: `eq.7`, `neq.7` or `in.(1,2)`, with `not.` to negate.")
-                ),
-                ("required", false),
-                (
-                    "schema",
-                    ["type": "string", "pattern": #"^(not\.)?((eq|neq)\.-?[0-9]+|in\.\(-?[0-9]+(,-?[0-9]+)*\))$"#]
-                ),
-                ("example", "in.(1,2)"),
-            ])
-        ]
-        let prefix = #"^(not\.)?"#
-        let comparisons = "eq|neq|gt|gte|lt|lte"
-        // Every value the server accepts matches; the value after the operator is checked by type.
-        func pattern(text: Bool) -> String {
-            prefix + "((" + comparisons + (text ? "|like|ilike" : "") + #")\.|in\.\([\s\S]*\)$|is\.(null|true|false)$)"#
-        }
-        for attribute in model.attributes(of: entity.name) where !Self.reservedQueryNames.contains(attribute.name) {
-            let text = attribute.type == .string || attribute.type == .uri
-            let example: String =
-                switch attribute.type {
-                case .string: "ilike.*a*"
-                case .uri: "like.https://*"
-                case .integer16, .integer32, .integer64: "gte.1"
-                case .double, .float: "lt.2.5"
-                case .decimal: "gte.10.00"
-                case .boolean: "is.true"
-                case .date: "gt.2024-01-01T00:00:00Z"
-                case .uuid, .binary, .json: "not.is.null"
-                }
-            let about = attribute.documentation.map { " " + $0 } ?? ""
-            parameters.append(
-                .members([
-                    ("name", .string(attribute.name)),
-                    ("in", "query"),
-                    (
-                        "description",
-                        .string(
-                            "Filter on \(attribute.name) (\(attribute.type.rawValue)): `op.value`, "
-                                + "`not.op.value`, `in.(a,b)` or `is.null`, e.g. `\(example)`.\(about)")
-                    ),
-                    ("required", false),
-                    ("schema", ["type": "string", "pattern": .string(pattern(text: text))]),
-                    ("example", .string(example)),
-                ]))
-        }
-        for relationship in model.relationships(of: entity.name)
-        where !relationship.isToMany && !Self.reservedQueryNames.contains(relationship.name) {
-            parameters.append(
-                .members([
-                    ("name", .string(relationship.name)),
-                    ("in", "query"),
-                    (
-                        "description",
-                        .string(
-                            "Filter on the related \(relationship.destination) id: `eq.7`, `in.(1,2)`, `is.null`, "
-                                + "with `not.` to negate.")
-                    ),
-                    ("required", false),
-                    ("schema", ["type": "string", "pattern": .string(pattern(text: false))]),
-                    ("example", "eq.1"),
-                ]))
-        }
-        return parameters
-    }
-
-    /// `order=year.desc,title`: attributes, each optionally `.asc` or `.desc`.
-    private func orderParameter(_ entity: EntityDescription) -> OpenAPINode {
-        let names = model.attributes(of: entity.name).map(\.name) + [ObjectCodec.idKey]
-        let alternatives = names.map(Self.regexEscaped).joined(separator: "|")
-        let key = "(" + alternatives + #")(\.(asc|desc))?"#
-        return .members([
-            ("name", "order"),
-            ("in", "query"),
-            (
-                "description",
-                .string(
-                    "Sort keys, comma-separated: attributes or `_id`, each optionally followed by `.asc` (the "
-                        + "default) or `.desc`, e.g. `\(names.first.map { $0 + ".desc" } ?? "")`.")
-            ),
-            ("required", false),
-            (
-                "schema",
-                names.isEmpty
-                    ? ["type": "string"] : ["type": "string", "pattern": .string("^" + key + "(," + key + ")*$")]
-            ),
-        ])
-    }
-
-    /// `where=<predicate format string>`.
-    private func whereParameter(_ entity: EntityDescription) -> OpenAPINode {
-        .members([
-            ("name", "where"),
-            ("in", "query"),
-            (
-                "description",
-                .string(
-                    "A predicate format string, as Core Data writes them: comparisons, `BEGINSWITH`, `ENDSWITH`, "
-                        + "`CONTAINS`, `LIKE`, `MATCHES`, `IN`, `BETWEEN`, `AND`, `OR`, `NOT`, `[c]` and `[d]`, "
-                        + "key paths through to-one relationships, `ANY` and `ALL` over to-many ones, `nil`.")
-            ),
-            ("required", false),
-            ("schema", ["type": "string"]),
-            ("example", model.attributes(of: entity.name).first.map { .string("\($0.name) != nil") }),
-        ])
-    }
-
-    /// `limit`, `after`, `offset` and `count`.
-    static func pagingParameters() -> [OpenAPINode] {
-        let names = ["Limit", "After", "Offset", "Count"]
-        return names.map { ["$ref": .string("#/components/parameters/\($0)")] }
     }
 
     /// `text` with the regular-expression metacharacters escaped.

@@ -57,7 +57,7 @@ extension OpenAPIBuilder {
     func writeSchema(_ entity: EntityDescription, mode: SchemaMode) -> OpenAPINode {
         var properties: [(key: String, value: OpenAPINode)] = []
         var required: [OpenAPINode] = []
-        for attribute in model.attributes(of: entity.name) {
+        for attribute in model.attributes(of: entity.name) where !model.isDerived(attribute.name, of: entity.name) {
             properties.append((attribute.name, attributeSchema(attribute, mode: mode)))
             if mode == .create, !attribute.isOptional, attribute.defaultValue == nil {
                 required.append(.string(attribute.name))
@@ -70,7 +70,7 @@ extension OpenAPIBuilder {
         let description =
             mode == .create
             ? "The members of a new \(entity.name), or of a full replacement (`PUT`): members left out take their "
-                + "defaults (null, or an empty list). `id` and `version` are the server's."
+                + "defaults (null, or an empty list). `_id`, `_version` and derived attributes are the server's."
             : "A JSON Merge Patch (RFC 7396) of a \(entity.name): members given are set (null clears an optional one), "
                 + "members left out keep their values."
         return .members([
@@ -82,7 +82,7 @@ extension OpenAPIBuilder {
 
     /// Whether the model refuses to save an object without this relationship.
     static func isRequired(_ relationship: RelationshipDescription) -> Bool {
-        if relationship.isToMany { return (relationship.minCount ?? 0) > 0 || !relationship.isOptional }
+        if relationship.isToMany { return !relationship.isOptional }
         return !relationship.isOptional
     }
 
@@ -121,6 +121,10 @@ extension OpenAPIBuilder {
             schema.set("default", OpenAPIBuilder.node(value.json))
         }
         var description = attribute.documentation ?? ""
+        if let derivation = attribute.derivation, Derivation(derivation) != nil, mode == .read {
+            notes.append("Derived: computed on every save from `\(derivation)`; it cannot be set.")
+            schema.set("readOnly", true)
+        }
         if !notes.isEmpty {
             description += (description.isEmpty ? "" : "\n\n") + notes.joined(separator: " ")
         }
@@ -230,9 +234,13 @@ extension OpenAPIBuilder {
         if relationship.isToMany {
             description += "The ids of the related \(relationship.destination) objects"
             description += relationship.isOrdered ? ", in order." : "."
+            let emptyOrMin = relationship.isOptional && (relationship.minCount ?? 0) > 1
+            if emptyOrMin, mode != .read { description += " Empty, or at least \(relationship.minCount!)." }
             var schema: OpenAPINode = ["description": .string(description), "type": "array", "items": id]
             if mode != .read {
-                schema.set("minItems", relationship.minCount.map { .integer(Int64($0)) })
+                // An optional relationship may be empty whatever its minCount (as in Core Data).
+                let minimum = relationship.isOptional ? nil : max(relationship.minCount ?? 1, 1)
+                schema.set("minItems", minimum.map { .integer(Int64($0)) })
                 schema.set("maxItems", relationship.maxCount.map { .integer(Int64($0)) })
             }
             return schema
@@ -396,10 +404,11 @@ extension OpenAPIBuilder {
                         "entities": [
                             "type": "array",
                             "items": [
-                                "type": "object", "required": ["name", "path", "abstract", "configuration", "store"],
+                                "type": "object",
+                                "required": ["name", "path", "abstract", "parent", "configuration", "store"],
                                 "properties": [
                                     "name": ["type": "string"], "path": ["type": "string"],
-                                    "abstract": ["type": "boolean"],
+                                    "abstract": ["type": "boolean"], "parent": nullableString,
                                     "configuration": ["type": "string"], "store": nullableString,
                                 ],
                             ],

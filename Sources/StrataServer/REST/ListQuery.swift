@@ -23,7 +23,23 @@ struct ListQuery {
         throws(Problem)
     {
         var seen: Set<String> = []
+        // A named query (a fetch request template) takes its variables from the parameters of
+        // the same names.
+        // `query=<name>`: a value without a dot names a query; `query=eq.x` filters an attribute
+        // named `query`.
+        var variables: Set<String> = []
+        let named = query.first { $0.name == "query" && !$0.value.contains(".") }?.value
+        if let named {
+            let (predicate, used) = try Self.template(
+                named, entity: entity, model: model, query: query, objectID: objectID)
+            if let predicate { predicates.append(predicate) }
+            variables = used
+        }
         for (name, value) in query {
+            if (named != nil && name == "query") || variables.contains(name) {
+                guard seen.insert(name).inserted else { throw Problem.badRequest("'\(name)' is given more than once") }
+                continue
+            }
             if Self.reserved.contains(name) {
                 guard seen.insert(name).inserted else { throw Problem.badRequest("'\(name)' is given more than once") }
             }
@@ -243,5 +259,105 @@ struct ListQuery {
             throw bad("'\(raw)' must be eq.ID, neq.ID or in.(ID,…), optionally after not.")
         }
         return negate ? .not(predicate) : predicate
+    }
+
+    /// The predicate of the fetch request template `name` of `entity`, its variables taken from
+    /// the query parameters of the same names (converted to the type of what each is compared
+    /// with), and the names it used.
+    static func template(
+        _ name: String, entity: String, model: ObjectModel, query: [(name: String, value: String)],
+        objectID: (String, Int64) -> ObjectID?
+    ) throws(Problem) -> (FetchPredicate?, Set<String>) {
+        let names = model.fetchRequestTemplates.filter { model.entity(entity, isKindOf: $0.entity) }.map(\.name)
+        guard let template = model.fetchRequestTemplate(named: name), names.contains(name) else {
+            throw Problem.badRequest(
+                "query: '\(name)' is not a named query of \(entity)"
+                    + (names.isEmpty ? " (it has none)" : " (it has: \(names.joined(separator: ", ")))"),
+                errors: [.init(field: "query", code: "invalid", message: "unknown query '\(name)'")])
+        }
+        let text = template.predicate.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty else { return (nil, []) }
+        let parsed: FetchPredicate
+        do {
+            parsed = try FetchPredicate(format: text)
+        } catch {
+            throw Problem.badRequest(
+                "query: the named query '\(name)' cannot be used: its predicate does not parse (\(error))",
+                errors: [.init(field: "query", code: "invalid", message: "unusable query '\(name)'")])
+        }
+        var terms: [String: PredicateTerm] = [:]
+        let compared = comparedKeyPaths(parsed)
+        for variable in parsed.variableNames {
+            guard let raw = query.first(where: { $0.name == variable })?.value else {
+                throw Problem.badRequest(
+                    "query '\(name)' needs the parameter '\(variable)' ($\(variable) in \(template.predicate))",
+                    errors: [.init(field: variable, code: "required", message: "missing variable")])
+            }
+            terms[variable] = try variableTerm(
+                raw, variable, keyPath: compared[variable], entity: entity, model: model, objectID: objectID)
+        }
+        do {
+            return (try parsed.substituting(terms), Set(parsed.variableNames))
+        } catch {
+            throw Problem.badRequest("query '\(name)': \(error)")
+        }
+    }
+
+    /// For each variable, the key path it is compared with.
+    private static func comparedKeyPaths(_ predicate: FetchPredicate) -> [String: String] {
+        switch predicate {
+        case .always, .never: return [:]
+        case .and(let items), .or(let items):
+            return items.reduce(into: [:]) { $0.merge(comparedKeyPaths($1)) { first, _ in first } }
+        case .not(let item): return comparedKeyPaths(item)
+        case .comparison(let comparison):
+            var result: [String: String] = [:]
+            func variables(_ term: PredicateTerm) -> [String] {
+                switch term {
+                case .variable(let name): [name]
+                case .list(let items): items.flatMap(variables)
+                default: []
+                }
+            }
+            if case .keyPath(let path) = comparison.lhs {
+                for name in variables(comparison.rhs) { result[name] = path }
+            }
+            if case .keyPath(let path) = comparison.rhs {
+                for name in variables(comparison.lhs) { result[name] = path }
+            }
+            return result
+        }
+    }
+
+    /// A variable's value from query text: typed by the attribute (or to-one relationship) at the
+    /// end of `keyPath`, a string when there is none.
+    private static func variableTerm(
+        _ raw: String, _ variable: String, keyPath: String?, entity: String, model: ObjectModel,
+        objectID: (String, Int64) -> ObjectID?
+    ) throws(Problem) -> PredicateTerm {
+        func bad(_ message: String) -> Problem {
+            Problem.badRequest(
+                "\(variable): \(message)", errors: [.init(field: variable, code: "invalid", message: message)])
+        }
+        var current = entity
+        let parts = (keyPath ?? "").split(separator: ".").map(String.init).filter { $0 != "SELF" }
+        for part in parts.dropLast() {
+            guard let relationship = model.relationship(part, of: current) else { break }
+            current = relationship.destination
+        }
+        if let last = parts.last, let relationship = model.relationship(last, of: current), !relationship.isToMany {
+            if raw == "null" { return .object(nil) }
+            guard let pk = Int64(raw), let id = objectID(relationship.destination, pk) else {
+                throw bad("'\(raw)' is not a \(relationship.destination) id")
+            }
+            return .object(id)
+        }
+        if let last = parts.last, let attribute = model.attribute(last, of: current) {
+            guard let value = convert(raw, attribute.type) else {
+                throw bad("'\(raw)' is not \(ObjectCodec.describe(attribute.type))")
+            }
+            return .constant(value)
+        }
+        return .constant(.string(raw))
     }
 }

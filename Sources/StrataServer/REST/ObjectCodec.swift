@@ -169,6 +169,12 @@ struct ObjectCodec {
                 continue
             }
             if let attribute = model.attribute(name, of: entity) {
+                if model.isDerived(name, of: entity) {
+                    // Read-only: computed on every save (a PUT may echo what it read).
+                    if replace || value == .null { continue }
+                    fail(name, "readOnly", "\(name) is derived (\(attribute.derivation ?? "")) and cannot be set")
+                    continue
+                }
                 guard let converted = AttributeValue(json: value, as: attribute.type) else {
                     fail(
                         name, "type",
@@ -210,7 +216,8 @@ struct ObjectCodec {
             }
         }
         if replace {
-            for attribute in model.attributes(of: entity) where body[attribute.name] == nil {
+            for attribute in model.attributes(of: entity)
+            where body[attribute.name] == nil && !model.isDerived(attribute.name, of: entity) {
                 try? object.setValue(attribute.defaultValue ?? .null, forKey: attribute.name)
             }
             for relationship in model.relationships(of: entity) where body[relationship.name] == nil {

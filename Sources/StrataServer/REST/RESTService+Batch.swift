@@ -39,7 +39,7 @@ extension RESTService {
         }
         let saved: [ObjectID: StoreRow]
         do throws(Problem) {
-            saved = try commit(child, expecting: expectations, keeping: outcomes.flatMap { $0.0?.kept ?? [] })
+            saved = try commit(child, expecting: expectations, keeping: outcomes.flatMap { $0.0?.kept(model) ?? [] })
         } catch {
             var problem = error
             problem.detail = "the batch was not saved: \(problem.detail)"

@@ -9,6 +9,7 @@ extension RESTService {
         let query = try ListQuery(
             request.query, entity: entity, model: model, objectID: { prototypeByEntity[$0]?.withPrimaryKey($1) })
         var fetch = query.request(entity)
+        fetch.affectedStores = homeStores[entity]
         // One more than the page tells whether there is a next page.
         fetch.fetchLimit = query.limit + 1
         let rows: [StoreRow]
@@ -164,7 +165,9 @@ extension RESTService {
             200,
             .object([
                 "items": .array(items), "total": countExact ? .integer(Int64(objects.count)) : .null,
-                "next": offset + limit < objects.count ? .string(nextLink(request, offset: offset + limit)) : .null,
+                // Written so that no offset (up to Int.max) overflows.
+                "next": offset < objects.count && objects.count - offset > limit
+                    ? .string(nextLink(request, offset: offset + limit)) : .null,
             ]))
     }
 
@@ -343,7 +346,7 @@ extension RESTService {
             entities.append(
                 .object([
                     "name": .string(entity.name), "path": .string("/\(model.resourcePath(of: entity.name))"),
-                    "abstract": .bool(entity.isAbstract),
+                    "abstract": .bool(entity.isAbstract), "parent": entity.parent.map { .string($0) } ?? .null,
                     "configuration": .string(store?.configuration ?? ObjectModel.defaultConfiguration),
                     "store": store.map { .string($0.identifier) } ?? .null,
                 ]))

@@ -20,6 +20,8 @@ public final class RESTService: Sendable {
     let pathByEntity: [String: String]
     /// An ID of each entity in its store, to make others from (`withPrimaryKey`).
     let prototypeByEntity: [String: ObjectID]
+    /// For an entity several stores hold, the one store it is served from (lists search only it).
+    let homeStores: [String: Set<String>]
     /// Rendered objects read by primary key.
     let readCache: ReadCache
     /// The OpenAPI document, if one is served.
@@ -51,20 +53,23 @@ public final class RESTService: Sendable {
         codec = ObjectCodec(model: reads.model)
         var resources: [String: String] = [:]
         var prototypes: [String: ObjectID] = [:]
+        var homeStores: [String: Set<String>] = [:]
         let routes = reads.routes
         for entity in reads.model.entityNames {
             resources[reads.model.resourcePath(of: entity)] = entity
             let holders = routes[entity] ?? []
-            guard holders.count == 1, let prototype = reads.objectID(of: entity, primaryKey: 0) else {
+            guard let prototype = reads.objectID(of: entity, primaryKey: 0) else {
                 throw Problem(
                     500, "Internal Server Error",
-                    holders.isEmpty
-                        ? "no store holds entity \(entity): add a store for one of its configurations"
-                        : "entity \(entity) is held by \(holders.count) stores; the REST server needs exactly one")
+                    "no store holds entity \(entity): add a store for one of its configurations")
             }
+            // An entity in several configurations is served from the first store holding it
+            // (where inserts go): an object's id is its key in one store.
+            if holders.count > 1, let home = prototype.storeIdentifier { homeStores[entity] = [home] }
             prototypes[entity] = prototype
         }
         self.resources = resources
+        self.homeStores = homeStores
         pathByEntity = Dictionary(resources.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         prototypeByEntity = prototypes
         let readCache = ReadCache(model: reads.model, limit: readCacheLimit)
@@ -152,7 +157,8 @@ public final class RESTService: Sendable {
         do throws(Problem) {
             let outcome = try body(child, &expectations)
             do {
-                try root.commit(child, expecting: expectations, keeping: outcome.kept, lead: lead) { [self] result in
+                try root.commit(child, expecting: expectations, keeping: outcome.kept(model), lead: lead) {
+                    [self] result in
                     switch result {
                     case .failure(let error): completion(Problem(error).response)
                     case .success(let saved):
@@ -356,11 +362,18 @@ enum WriteOutcome {
     /// No body.
     case empty(status: Int)
 
-    /// The existing objects the response shows, whose states as committed the render needs (a
-    /// later commit may change the stored ones before the response is rendered). Created objects
+    /// The objects the response shows whose states as committed the render needs (a later
+    /// commit may change the stored ones before the response is rendered): the existing ones,
+    /// and created ones with derived attributes (computed by the commit). Other created objects
     /// render from the committed child.
-    var kept: [ObjectID] {
-        if case .object(let id, _, _) = self, !id.isTemporary { return [id] }
-        return []
+    func kept(_ model: ObjectModel) -> [ObjectID] {
+        switch self {
+        case .object(let id, _, _):
+            return !id.isTemporary || !model.derivedAttributes(of: id.entityName).isEmpty ? [id] : []
+        case .objects(let ids, _):
+            return ids.filter { !model.derivedAttributes(of: $0.entityName).isEmpty }
+        case .empty:
+            return []
+        }
     }
 }

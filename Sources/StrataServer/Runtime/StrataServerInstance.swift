@@ -98,6 +98,13 @@ public final class StrataServerInstance: Sendable {
                     document
                 })
             coordinator.withLock { $0 = container.coordinator }
+            for (entity, holders) in container.coordinator.routes.sorted(by: { $0.key < $1.key })
+            where holders.count > 1 {
+                let names = holders.map { $0.configuration ?? ObjectModel.defaultConfiguration }
+                log(
+                    "strata: \(entity) is in configurations \(names.joined(separator: ", ")): it is served from \(names[0])'s store (its ids are keys there; objects in the others are not served); --store Default=sqlite:PATH keeps every entity in one store"
+                )
+            }
             let recovered = container.coordinator.lastRecovery
             if !recovered.isEmpty { log("strata: recovery: " + Self.describe(recovered, in: container.coordinator)) }
             service.withLock { $0 = rest }
