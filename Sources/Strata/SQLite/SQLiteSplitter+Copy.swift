@@ -57,16 +57,20 @@ extension SQLiteSplitter {
             after = (first, second)
         }
         var count = 0
+        // A many-to-many ordered on both sides keeps the other side's order too.
+        let columns = ["source", "target", "position"] + (join.isTargetOrdered ? ["target_position"] : [])
+        let list = columns.map(quote).joined(separator: ", ")
         do {
             let select = try source.statement(
-                "SELECT \"source\", \"target\", \"position\" FROM \(quote(join.name)) WHERE (\"source\", \"target\") > (?, ?) ORDER BY \"source\", \"target\" LIMIT ?"
+                "SELECT \(list) FROM \(quote(join.name)) WHERE (\"source\", \"target\") > (?, ?) ORDER BY \"source\", \"target\" LIMIT ?"
             )
             try select.bind([.integer(after.0), .integer(after.1), .integer(Int64(chunkSize))])
             try db.execute("BEGIN IMMEDIATE")
             let insert = try db.statement(
-                "INSERT INTO \(quote(join.name)) (\"source\", \"target\", \"position\") VALUES (?, ?, ?)")
+                "INSERT INTO \(quote(join.name)) (\(list)) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+            )
             while try select.step() {
-                try insert.copyRow(of: select, columns: 3)
+                try insert.copyRow(of: select, columns: Int32(columns.count))
                 after = (select.int64(0), select.int64(1))
                 count += 1
             }

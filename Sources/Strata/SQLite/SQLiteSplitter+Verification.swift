@@ -69,8 +69,9 @@ extension SQLiteSplitter {
             }
         }
         for join in target.schema.joinTables {
+            let positions = join.isTargetOrdered ? "\"position\", \"target_position\"" : "\"position\""
             let groups = try reader(
-                "SELECT \"source\", \"target\", \"position\" FROM \(quote(join.name)) ORDER BY \"source\", \"target\"",
+                "SELECT \"source\", \"target\", \(positions) FROM \(quote(join.name)) ORDER BY \"source\", \"target\"",
                 [], false, join.name)
             var group = groups[join.name] ?? (rows: 0, hasher: SHA256())
             result.append(SplitCheck(name: join.name, rows: group.rows, checksum: hex(group.hasher.finalize())))
