@@ -10,6 +10,7 @@
 #   5. schemathesis runs its default checks over every operation (scripts/schemathesis.toml);
 #   6. scripts/model-checks.py serves every Core Data model fixture (and the real models, when
 #      present) on servers of its own;
+#   7. scripts/coredata-import-checks.py imports stores Core Data wrote, killed along the way;
 # then stops the server. Prints one line per check and ends with "N passed, N failed"; exits
 # non-zero when any check fails.
 #
@@ -162,5 +163,8 @@ check "schemathesis: default checks over every operation" schemathesis
 # Core Data models served as they are: the fixtures and, where present, the real models of public
 # apps (each on a server of its own; see the script).
 check "Core Data models: load, serve, create every entity, schemathesis on the fixtures" python3 scripts/model-checks.py
+# Stores Core Data wrote (built in its format, and real ones when present): imported with kill -9
+# along the way, served, and compared with the Core Data tables (see the script).
+check "Core Data stores: import killed and resumed, served, compared with the tables" python3 scripts/coredata-import-checks.py
 
 summary

@@ -4,16 +4,23 @@ import Strata
 /// `strata inspect`: a store's metadata and contents, and whether it fits a model.
 enum InspectCommand {
     static let usage = """
-        usage: strata inspect PATH [--model PATH ...] [--history PATH ...]
+        usage: strata inspect PATH [--model PATH ...] [--history PATH ...] [--source-version NAME]
 
         Prints what an SQLite store records about itself (UUID, configuration, model version and
         entity hashes, objects per entity) without changing a byte of it. With --model it also says
         whether the store opens with that model and, if not, what a migration would do (a dry run)
         or why it cannot be migrated.
 
+        A store that Core Data wrote is recognised too: its UUID, framework version, entities with
+        their Z_ENT numbers and objects, join tables, and, with --model (an .xcdatamodeld), which
+        version of the model wrote it (by Core Data's entity version hashes) and why.
+
           --model PATH      a model to check against: JSON, .xcdatamodel or .xcdatamodeld; repeatable
           --history PATH    an earlier model version, oldest first, for a multi-step migration;
                             repeatable (an .xcdatamodeld model gives its versions by itself)
+          --source-version NAME
+                            for a Core Data store: the model version that wrote it, when the
+                            hashes cannot tell (checked against the store's hashes)
           --help            this text
 
         Exit status: 0 the store fits the model (or no model was given), 3 it needs a migration that
@@ -24,7 +31,8 @@ enum InspectCommand {
         let parsed: CommandArguments
         do {
             parsed = try CommandArguments(
-                arguments, valued: ["--model", "--history"], flags: ["--help", "-h"], command: "inspect")
+                arguments, valued: ["--model", "--history", "--source-version"], flags: ["--help", "-h"],
+                command: "inspect")
         } catch {
             printError("strata inspect: \(error.message)")
             return 64
@@ -40,6 +48,17 @@ enum InspectCommand {
         let models = parsed.values("--model")
         var model: ObjectModel?
         var history: [ObjectModel] = []
+        let url = URL(fileURLWithPath: parsed.positional[0])
+        if CoreDataStoreFile.recognizes(url) {
+            do {
+                let file = try CoreDataStoreFile(url: url)
+                return CoreDataInspection.run(
+                    file, modelPaths: models, sourceVersion: parsed.values("--source-version").last)
+            } catch {
+                printError("strata inspect: \(error)")
+                return 1
+            }
+        }
         do {
             if !models.isEmpty {
                 model = try loadModel(models, useEnvironment: false)
@@ -49,7 +68,6 @@ enum InspectCommand {
             printError("strata inspect: \(error)")
             return 1
         }
-        let url = URL(fileURLWithPath: parsed.positional[0])
         let inspection: StoreInspection
         do {
             inspection = try StoreInspector.inspect(url, model: model, history: history)

@@ -203,28 +203,38 @@ enum SplitCommand {
 final class ProgressReporter {
     let bar: Bool
     let quiet: Bool
+    /// The command, at the start of each plain line.
+    let command: String
     private var lastLine = ""
     private var drawn = false
 
-    init(bar: Bool, quiet: Bool) {
+    init(bar: Bool, quiet: Bool, command: String = "split") {
         self.bar = bar
         self.quiet = quiet
+        self.command = command
     }
 
     func report(_ progress: SplitProgress) {
+        report(
+            phase: progress.phase.rawValue,
+            place: [progress.configuration, progress.table].compactMap { $0 }.joined(separator: " "),
+            copied: progress.copiedRows, total: progress.totalRows)
+    }
+
+    func report(phase: String, place: String, copied: Int, total: Int) {
         guard !quiet else { return }
-        let percent = Int((progress.fraction * 100).rounded(.down))
-        let place = [progress.configuration, progress.table].compactMap { $0 }.joined(separator: " ")
-        let counts = "\(progress.copiedRows)/\(progress.totalRows) rows"
+        let fraction = total == 0 ? 1 : Double(copied) / Double(total)
+        let percent = Int((fraction * 100).rounded(.down))
+        let counts = "\(copied)/\(total) rows"
         if bar {
             let width = 30
-            let filled = min(width, Int(progress.fraction * Double(width)))
+            let filled = min(width, Int(fraction * Double(width)))
             let line =
-                "\r[\(String(repeating: "#", count: filled))\(String(repeating: "-", count: width - filled))] \(String(percent).leftPadded(3))% \(counts) \(progress.phase.rawValue) \(place)"
+                "\r[\(String(repeating: "#", count: filled))\(String(repeating: "-", count: width - filled))] \(String(percent).leftPadded(3))% \(counts) \(phase) \(place)"
             FileHandle.standardError.write(Data((line + "\u{1B}[K").utf8))
             drawn = true
         } else {
-            let line = "split: \(percent)% (\(counts)) \(progress.phase.rawValue) \(place)"
+            let line = "\(command): \(percent)% (\(counts)) \(phase) \(place)"
             guard line != lastLine else { return }
             lastLine = line
             printError(line)

@@ -15,6 +15,7 @@ enum StrataCommand {
           inspect PATH [--model PATH]  print a store's metadata and row counts; dry-run a migration (strata inspect --help)
           migrate [options]          migrate store files to the model, all together or none (strata migrate --help)
           split --from OLD --to CONFIG=PATH ...  move a single-file store into one store per configuration (strata split --help)
+          import --from STORE --data-dir DIR     bring a store Core Data wrote into Strata stores (strata import --help)
           bench [--duration S]       measure the performance targets against same-run baselines (needs wrk)
           help                       show this text
 
@@ -37,6 +38,7 @@ enum StrataCommand {
         case "inspect": return InspectCommand.run(rest)
         case "migrate": return MigrateCommand.run(rest)
         case "split": return SplitCommand.run(rest)
+        case "import": return ImportCommand.run(rest)
         case "bench": return BenchCommand.run(rest)
         case "openapi": return OpenAPICommand.run(rest)
         default:

@@ -170,7 +170,12 @@ enum MigrationPlanner {
         for name in newEntities {
             let entity = new.entity(named: name)!
             guard let oldName = mapping.entities[name] else {
-                if let previous = entity.renamedFrom, old.entity(named: previous) == nil, old.entity(named: name) == nil
+                // A renaming identifier that names nothing the store's model has is a sign of versions
+                // skipped, when the store also has an entity this step would drop (its objects may
+                // be the ones meant); with none, the entity is new, as in Core Data's inferred mappings.
+                if let previous = entity.renamedFrom, old.entity(named: previous) == nil,
+                    old.entity(named: name) == nil,
+                    oldEntities.contains(where: { !Set(mapping.entities.values).contains($0) })
                 {
                     collector.refuse(
                         MigrationRefusal(
@@ -235,7 +240,8 @@ enum MigrationPlanner {
             else {
                 if let previous = attribute.renamedFrom, old.attribute(previous, of: oldName) == nil,
                     old.attribute(attribute.name, of: oldName) == nil,
-                    !oldAttributes.contains(where: { ($0.renamedFrom ?? $0.name) == previous })
+                    !oldAttributes.contains(where: { ($0.renamedFrom ?? $0.name) == previous }),
+                    oldAttributes.contains(where: { !Set(matched.values).contains($0.name) })
                 {
                     collector.refuse(
                         MigrationRefusal(
@@ -342,7 +348,8 @@ enum MigrationPlanner {
             else {
                 if let previous = relationship.renamedFrom, old.relationship(previous, of: oldName) == nil,
                     old.relationship(relationship.name, of: oldName) == nil,
-                    !oldRelationships.contains(where: { ($0.renamedFrom ?? $0.name) == previous })
+                    !oldRelationships.contains(where: { ($0.renamedFrom ?? $0.name) == previous }),
+                    oldRelationships.contains(where: { !Set(matched.values).contains($0.name) })
                 {
                     collector.refuse(
                         MigrationRefusal(

@@ -271,6 +271,7 @@ struct CoreDataModelReader {
             attribute.isOptional = flag(node, "optional", absent: false, entity, name)
             attribute.renamedFrom = Self.renamingIdentifier(node)
             attribute.versionHashModifier = node["versionHashModifier"]
+            attribute.coreData = coreDataInfo(node, typeName, entity, name)
             return attribute
         }
         guard let type = AttributeType(modelName: typeName) else {
@@ -284,6 +285,7 @@ struct CoreDataModelReader {
         attribute.regex = node["regularExpressionString"]
         attribute.renamedFrom = Self.renamingIdentifier(node)
         attribute.versionHashModifier = node["versionHashModifier"]
+        attribute.coreData = coreDataInfo(node, typeName, entity, name)
         if flag(node, "derived", absent: false, entity, name) {
             if let expression = node["derivationExpression"] {
                 attribute.derivation = expression
@@ -313,6 +315,17 @@ struct CoreDataModelReader {
             attribute.defaultValue = value
         }
         return attribute
+    }
+
+    /// What Core Data's version hash and a store import need beyond the attribute's type.
+    private mutating func coreDataInfo(_ node: ModelXMLNode, _ typeName: String, _ entity: String, _ name: String)
+        -> CoreDataAttributeInfo
+    {
+        let transformer = node["valueTransformerName"].flatMap { $0.isEmpty ? nil : $0 }
+        return CoreDataAttributeInfo(
+            attributeType: typeName, valueTransformerName: transformer,
+            allowsExternalBinaryDataStorage: flag(node, "allowsExternalBinaryDataStorage", absent: false, entity, name),
+            preservesValueInHistoryOnDeletion: flag(node, "preserveAfterDeletion", absent: false, entity, name))
     }
 
     /// Reads a min or max bound the way the JSON format holds it: a whole number as `.integer`
@@ -407,10 +420,14 @@ struct CoreDataModelReader {
         relationship.isOptional = flag(node, "optional", absent: false, entity, name)
         relationship.renamedFrom = Self.renamingIdentifier(node)
         relationship.versionHashModifier = node["versionHashModifier"]
+        let minCount = count(node, "minCount", entity, name) ?? 0
+        let maxCount = count(node, "maxCount", entity, name) ?? 0
+        relationship.coreData = CoreDataRelationshipInfo(
+            minCount: minCount, maxCount: relationship.isToMany ? maxCount : 1)
         if relationship.isToMany {
             // Core Data writes 0 for "no limit".
-            relationship.minCount = count(node, "minCount", entity, name).flatMap { $0 == 0 ? nil : $0 }
-            relationship.maxCount = count(node, "maxCount", entity, name).flatMap { $0 == 0 ? nil : $0 }
+            relationship.minCount = minCount == 0 ? nil : minCount
+            relationship.maxCount = maxCount == 0 ? nil : maxCount
         }
         if let rule = node["deletionRule"] {
             if let parsed = DeleteRule(modelName: rule) {

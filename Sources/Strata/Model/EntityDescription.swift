@@ -28,6 +28,8 @@ public struct AttributeDescription: Sendable, Hashable {
     /// For a derived attribute: the expression its value is computed from on every save (see
     /// ``Derivation``); it cannot be set.
     public var derivation: String? = nil
+    /// What a Core Data model says of the attribute beyond its type, when it was read from one.
+    public var coreData: CoreDataAttributeInfo? = nil
 
     /// Creates an attribute.
     public init(
@@ -75,6 +77,8 @@ public struct RelationshipDescription: Sendable, Hashable {
     public var documentation: String? = nil
     /// Core Data's version hash modifier (see ``AttributeDescription/versionHashModifier``).
     public var versionHashModifier: String? = nil
+    /// The counts a Core Data model wrote for the relationship, when it was read from one.
+    public var coreData: CoreDataRelationshipInfo? = nil
 
     /// Creates a relationship.
     public init(
@@ -93,6 +97,45 @@ public struct RelationshipDescription: Sendable, Hashable {
         self.maxCount = maxCount
         self.renamedFrom = renamedFrom
         self.documentation = documentation
+    }
+}
+
+/// What a Core Data model says of an attribute that its Strata type does not: Core Data's version
+/// hash of the entity and the import of a store Core Data wrote need it.
+public struct CoreDataAttributeInfo: Sendable, Hashable {
+    /// The `attributeType` it was declared with (`Transformable`, `Composite`, `Integer 32`, ...).
+    public var attributeType: String
+    /// A Transformable attribute's `valueTransformerName` (nil: Core Data's default keyed archiver).
+    public var valueTransformerName: String?
+    /// `allowsExternalBinaryDataStorage`: a store may keep the bytes in a file of their own.
+    public var allowsExternalBinaryDataStorage: Bool
+    /// `preserveAfterDeletion` (persistent history keeps the value of a deleted object).
+    public var preservesValueInHistoryOnDeletion: Bool
+
+    /// Creates the information.
+    public init(
+        attributeType: String, valueTransformerName: String? = nil, allowsExternalBinaryDataStorage: Bool = false,
+        preservesValueInHistoryOnDeletion: Bool = false
+    ) {
+        self.attributeType = attributeType
+        self.valueTransformerName = valueTransformerName
+        self.allowsExternalBinaryDataStorage = allowsExternalBinaryDataStorage
+        self.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
+    }
+}
+
+/// The counts a Core Data model wrote for a relationship (0 for none), as its version hash uses
+/// them: a to-one keeps its `minCount` here although Strata reads optionality alone.
+public struct CoreDataRelationshipInfo: Sendable, Hashable {
+    /// `minCount`, 0 when absent.
+    public var minCount: Int
+    /// `maxCount`, 0 when absent (1 for a to-one).
+    public var maxCount: Int
+
+    /// Creates the information.
+    public init(minCount: Int, maxCount: Int) {
+        self.minCount = minCount
+        self.maxCount = maxCount
     }
 }
 

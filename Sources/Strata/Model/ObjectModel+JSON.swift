@@ -203,7 +203,7 @@ struct JSONModelReader {
     private mutating func readAttribute(_ object: [String: JSONValue], entity: String) -> AttributeDescription? {
         let keys: Set<String> = [
             "name", "type", "optional", "default", "min", "max", "minLength", "maxLength", "regex", "renamedFrom",
-            "versionHashModifier", "derivation", "description",
+            "versionHashModifier", "derivation", "description", "coreData",
         ]
         guard let name = string(object, "name", entity, nil) else {
             add(.missingValue, entity, nil, "an attribute needs a 'name'")
@@ -229,6 +229,21 @@ struct JSONModelReader {
         attribute.versionHashModifier = string(object, "versionHashModifier", entity, name)
         attribute.derivation = string(object, "derivation", entity, name)
         attribute.documentation = string(object, "description", entity, name)
+        if case .object(let info)? = object["coreData"] {
+            checkKeys(
+                info,
+                [
+                    "attributeType", "valueTransformerName", "allowsExternalBinaryDataStorage",
+                    "preservesValueInHistoryOnDeletion",
+                ],
+                entity, name)
+            attribute.coreData = CoreDataAttributeInfo(
+                attributeType: string(info, "attributeType", entity, name) ?? typeName,
+                valueTransformerName: string(info, "valueTransformerName", entity, name),
+                allowsExternalBinaryDataStorage: bool(info, "allowsExternalBinaryDataStorage", entity, name) ?? false,
+                preservesValueInHistoryOnDeletion: bool(info, "preservesValueInHistoryOnDeletion", entity, name)
+                    ?? false)
+        }
         if let json = object["default"] {
             attribute.defaultValue = value(json, type, "default", entity, name)
         }
@@ -263,7 +278,7 @@ struct JSONModelReader {
     private mutating func readRelationship(_ object: [String: JSONValue], entity: String) -> RelationshipDescription? {
         let keys: Set<String> = [
             "name", "destination", "inverse", "toMany", "ordered", "optional", "deleteRule", "minCount", "maxCount",
-            "renamedFrom", "versionHashModifier", "description",
+            "renamedFrom", "versionHashModifier", "description", "coreData",
         ]
         guard let name = string(object, "name", entity, nil) else {
             add(.missingValue, entity, nil, "a relationship needs a 'name'")
@@ -284,6 +299,11 @@ struct JSONModelReader {
         relationship.renamedFrom = string(object, "renamedFrom", entity, name)
         relationship.versionHashModifier = string(object, "versionHashModifier", entity, name)
         relationship.documentation = string(object, "description", entity, name)
+        if case .object(let info)? = object["coreData"] {
+            checkKeys(info, ["minCount", "maxCount"], entity, name)
+            relationship.coreData = CoreDataRelationshipInfo(
+                minCount: int(info, "minCount", entity, name) ?? 0, maxCount: int(info, "maxCount", entity, name) ?? 0)
+        }
         if let rule = string(object, "deleteRule", entity, name) {
             if let parsed = DeleteRule(modelName: rule) {
                 relationship.deleteRule = parsed

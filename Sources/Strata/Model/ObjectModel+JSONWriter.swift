@@ -88,6 +88,13 @@ extension ObjectModel {
         if let renamedFrom = attribute.renamedFrom { object["renamedFrom"] = .string(renamedFrom) }
         if let modifier = attribute.versionHashModifier { object["versionHashModifier"] = .string(modifier) }
         if let derivation = attribute.derivation { object["derivation"] = .string(derivation) }
+        if let info = attribute.coreData {
+            var members: [String: JSONValue] = ["attributeType": .string(info.attributeType)]
+            if let name = info.valueTransformerName { members["valueTransformerName"] = .string(name) }
+            if info.allowsExternalBinaryDataStorage { members["allowsExternalBinaryDataStorage"] = .bool(true) }
+            if info.preservesValueInHistoryOnDeletion { members["preservesValueInHistoryOnDeletion"] = .bool(true) }
+            object["coreData"] = .object(members)
+        }
         if let documentation = attribute.documentation { object["description"] = .string(documentation) }
         return .object(object)
     }
@@ -105,6 +112,11 @@ extension ObjectModel {
         if let count = relationship.maxCount { object["maxCount"] = .integer(Int64(count)) }
         if let renamedFrom = relationship.renamedFrom { object["renamedFrom"] = .string(renamedFrom) }
         if let modifier = relationship.versionHashModifier { object["versionHashModifier"] = .string(modifier) }
+        if let info = relationship.coreData {
+            object["coreData"] = .object([
+                "minCount": .integer(Int64(info.minCount)), "maxCount": .integer(Int64(info.maxCount)),
+            ])
+        }
         if let documentation = relationship.documentation { object["description"] = .string(documentation) }
         return .object(object)
     }

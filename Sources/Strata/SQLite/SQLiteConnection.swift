@@ -12,6 +12,9 @@ enum SQLiteOpenMode: Sendable, Hashable {
     /// (committed transactions still in the WAL must be read). For `split` and `inspect`, which
     /// leave their source's bytes as they are; the file must not change while it is open.
     case snapshot
+    /// The main file alone, as it is (`immutable=1`): nothing is written and a write-ahead log is
+    /// not read. For looking at a schema only.
+    case mainFileOnly
 }
 
 /// One SQLite connection handle, with a cache of prepared statements: the one owner of `sqlite3`
@@ -46,6 +49,10 @@ final class SQLiteConnection {
             status = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         case .readOnly:
             status = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        case .mainFileOnly:
+            let uri =
+                "file:" + Self.uriEncoded(URL(fileURLWithPath: path).standardizedFileURL.path) + "?mode=ro&immutable=1"
+            status = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nil)
         case .snapshot:
             guard FileManager.default.fileExists(atPath: path) else {
                 throw SQLiteError(code: SQLiteResultCode.cantOpen.rawValue, message: "no such file")

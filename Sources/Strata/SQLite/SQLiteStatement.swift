@@ -88,6 +88,17 @@ final class SQLiteStatement {
         return Data(bytes: pointer, count: count)
     }
 
+    /// Column `column` of the current row, as the storage class it has.
+    func value(_ column: Int32) -> SQLiteValue {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER: .integer(int64(column))
+        case SQLITE_FLOAT: .real(double(column))
+        case SQLITE_TEXT: .text(text(column))
+        case SQLITE_BLOB: .blob(blob(column))
+        default: .null
+        }
+    }
+
     /// The number of columns of the statement's result.
     var columnCount: Int32 { sqlite3_column_count(handle) }
 

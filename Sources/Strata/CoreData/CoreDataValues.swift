@@ -1,0 +1,152 @@
+import Foundation
+
+/// Turns the values of a Core Data store's columns into Strata attribute values: dates from
+/// seconds since 2001 (REAL, or INTEGER when whole), Booleans from 0/1, UUIDs from 16-byte BLOBs,
+/// decimals from their numbers, Transformable values from their `NSKeyedArchiver` archives (see
+/// ``KeyedArchive``; any other bytes are kept as `{"$binary": base64}` with a warning), and
+/// Binary values stored outside the file (`allowsExternalBinaryDataStorage`: a marker byte, then
+/// the bytes or the name of a file in `.<store>_SUPPORT/_EXTERNAL_DATA/`).
+struct CoreDataValues {
+    /// The store file, for external binary data next to it.
+    let storeURL: URL
+    /// Warnings by attribute (`Entity.attribute`), each with how many values it concerned.
+    private(set) var warnings: [String: (message: String, count: Int)] = [:]
+
+    init(storeURL: URL) { self.storeURL = storeURL }
+
+    private mutating func warn(_ key: String, _ message: String) {
+        warnings[key, default: (message, 0)].count += 1
+    }
+
+    /// The folder of external binary data: `.<store name>_SUPPORT/_EXTERNAL_DATA`.
+    var externalDataFolder: URL {
+        storeURL.deletingLastPathComponent().appendingPathComponent(
+            ".\(storeURL.deletingPathExtension().lastPathComponent)_SUPPORT/_EXTERNAL_DATA")
+    }
+
+    mutating func decode(_ value: SQLiteValue, _ attribute: AttributeDescription, entity: String) -> AttributeValue {
+        let key = "\(entity).\(attribute.name)"
+        if case .null = value { return .null }
+        switch attribute.type {
+        case .string:
+            switch value {
+            case .text(let text): return .string(text)
+            case .blob(let data): return .string(String(decoding: data, as: UTF8.self))
+            case .integer(let i): return .string(String(i))
+            case .real(let d): return .string(String(d))
+            case .null: return .null
+            }
+        case .integer16, .integer32, .integer64:
+            switch value {
+            case .integer(let i): return .integer(i)
+            case .real(let d) where d.isFinite && d == d.rounded() && abs(d) < 9.2e18: return .integer(Int64(d))
+            case .text(let text) where Int64(text) != nil: return .integer(Int64(text)!)
+            default:
+                warn(key, "values that are not whole numbers are left empty")
+                return .null
+            }
+        case .double, .float:
+            switch value {
+            case .real(let d): return .double(d)
+            case .integer(let i): return .double(Double(i))
+            case .text(let text) where Double(text) != nil: return .double(Double(text)!)
+            default:
+                warn(key, "values that are not numbers are left empty")
+                return .null
+            }
+        case .decimal:
+            switch value {
+            case .integer(let i): return .decimal(Decimal(i))
+            case .real(let d): return Decimal(string: String(d)).map { .decimal($0) } ?? .null
+            case .text(let text): return Decimal(string: text).map { .decimal($0) } ?? .null
+            default: return .null
+            }
+        case .boolean:
+            switch value {
+            case .integer(let i): return .boolean(i != 0)
+            case .real(let d): return .boolean(d != 0)
+            default:
+                warn(key, "values that are not 0 or 1 are left empty")
+                return .null
+            }
+        case .date:
+            switch value {
+            case .real(let seconds): return .date(Date(timeIntervalSinceReferenceDate: seconds))
+            case .integer(let seconds): return .date(Date(timeIntervalSinceReferenceDate: Double(seconds)))
+            default:
+                warn(key, "values that are not seconds since 2001 are left empty")
+                return .null
+            }
+        case .binary:
+            guard case .blob(let data) = value else {
+                if case .text(let text) = value { return .binary(Data(text.utf8)) }
+                return .null
+            }
+            return attribute.coreData?.allowsExternalBinaryDataStorage == true ? external(data, key) : .binary(data)
+        case .uuid:
+            switch value {
+            case .blob(let data) where data.count == 16:
+                let b = Array(data)
+                return .uuid(
+                    UUID(
+                        uuid: (
+                            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                            b[14], b[15]
+                        )))
+            case .text(let text) where UUID(uuidString: text) != nil: return .uuid(UUID(uuidString: text)!)
+            default:
+                warn(key, "values that are not UUIDs are left empty")
+                return .null
+            }
+        case .uri:
+            switch value {
+            case .text(let text): return .uri(text)
+            case .blob(let data):
+                if KeyedArchive.looksLikeArchive(data), case .string(let text)? = try? KeyedArchive.decode(data) {
+                    return .uri(text)
+                }
+                return .uri(String(decoding: data, as: UTF8.self))
+            default: return .null
+            }
+        case .json:
+            switch value {
+            case .blob(let data):
+                guard KeyedArchive.looksLikeArchive(data) else {
+                    warn(key, "values that are not keyed archives are kept as {\"$binary\": base64}")
+                    return .json(.object(["$binary": .string(data.base64EncodedString())]))
+                }
+                do {
+                    return .json(try KeyedArchive.decode(data))
+                } catch {
+                    warn(key, "values Strata does not decode (\(error)) are kept as {\"$binary\": base64}")
+                    return .json(.object(["$binary": .string(data.base64EncodedString())]))
+                }
+            case .text(let text): return .json((try? JSONValue.parse(Array(text.utf8))) ?? .string(text))
+            case .integer(let i): return .json(.integer(i))
+            case .real(let d): return .json(.double(d))
+            case .null: return .null
+            }
+        }
+    }
+
+    /// A Binary value of an attribute that allows external storage.
+    private mutating func external(_ data: Data, _ key: String) -> AttributeValue {
+        guard let marker = data.first else { return .binary(data) }
+        switch marker {
+        case 1: return .binary(data.dropFirst())
+        case 2:
+            let name = String(decoding: data.dropFirst().prefix { $0 != 0 }, as: UTF8.self)
+            let file = externalDataFolder.appendingPathComponent(name)
+            guard !name.isEmpty, !name.contains("/"), let contents = FileManager.default.contents(atPath: file.path)
+            else {
+                warn(
+                    key,
+                    "values stored in external files that are missing (in \(externalDataFolder.path)) are left empty")
+                return .null
+            }
+            return .binary(contents)
+        default:
+            return .binary(data)
+        }
+    }
+}
