@@ -20,8 +20,13 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         // Persistence: models, stores, coordinator, contexts. No HTTP.
-        .target(name: "Strata", dependencies: ["CSQLite"]),
+        .target(name: "Strata", dependencies: ["CSQLite", "CLibPQ"]),
         // The libmicrohttpd wrapper: requests in, responses out. Imports no Strata module.
         .target(name: "StrataHTTP", dependencies: ["CMicroHTTPD"]),
         // REST, OpenAPI and the server runtime over the two.

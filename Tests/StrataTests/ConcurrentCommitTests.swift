@@ -186,7 +186,11 @@ enum SavePath: String, CaseIterable, CustomTestStringConvertible, Sendable {
         }
         #expect(unexpected.current.isEmpty, "\(unexpected.current.prefix(3))")
         #expect(try dangling(root).isEmpty)
-        #expect(try root.coordinator.count(FetchRequest(entityName: "Book")) == 0)
+        let survivors = try root.coordinator.fetch(FetchRequest(entityName: "Book")).map {
+            "\($0.attributes["title"] ?? .null) author \(String(describing: $0.toOne["author"] ?? nil))"
+        }
+        let authors = try root.coordinator.count(FetchRequest(entityName: "Author"))
+        #expect(survivors.isEmpty && authors == 0, "\(authors) authors; books \(survivors.prefix(5))")
     }
 
     /// One thread links a pet to an owner while another deletes the owner (`Owner.pets` is deny):

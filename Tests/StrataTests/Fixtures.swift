@@ -40,8 +40,17 @@ let conformanceModel: ObjectModel = try! ObjectModel.load(json: Array(conformanc
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite
     case memory
+    /// A schema of its own in the test run's PostgreSQL cluster (see ``PostgreSQLTestServer``).
+    case postgresql
 
     var testDescription: String { rawValue }
+
+    /// Every kind; PostgreSQL only when the test run has a cluster (CI always has one).
+    static var allCases: [StoreKind] {
+        if PostgreSQLTestServer.isAvailable { return [.sqlite, .memory, .postgresql] }
+        print("PostgreSQL store tests skipped: \(PostgreSQLTestServer.unavailableReason ?? "no cluster")")
+        return [.sqlite, .memory]
+    }
 
     /// Opens a store of this kind in `folder`.
     func open(
@@ -53,6 +62,9 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
         switch self {
         case .sqlite: try SQLiteStore(model: model, configuration: configuration, url: folder.file("\(name).sqlite"))
         case .memory: try InMemoryStore(model: model, configuration: configuration)
+        case .postgresql:
+            try PostgreSQLStore(
+                model: model, configuration: configuration, url: folder.postgreSQLURL(name: name))
         }
     }
 }

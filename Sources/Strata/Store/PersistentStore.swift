@@ -6,6 +6,8 @@ public enum StoreType: String, Sendable, Hashable, CaseIterable {
     case sqlite
     /// Process memory, gone when the store closes.
     case inMemory = "memory"
+    /// Tables in a PostgreSQL database, shared by every server that opens them.
+    case postgresql
 }
 
 /// How a store is opened.

@@ -129,6 +129,7 @@ extension StoreType {
         switch self {
         case .sqlite: Self.sqliteKind
         case .inMemory: InMemoryStoreKind()
+        case .postgresql: Self.postgresqlKind
         }
     }
 

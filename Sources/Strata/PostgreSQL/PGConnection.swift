@@ -1,0 +1,244 @@
+import CLibPQ
+import Foundation
+
+/// A value bound to a query parameter: text, or bytes sent in binary format (for `bytea`).
+enum PGValue: Sendable, Hashable {
+    case null
+    case text(String)
+    case bytes(Data)
+
+    static func integer(_ value: Int64) -> PGValue { .text(String(value)) }
+    static func double(_ value: Double) -> PGValue {
+        value.isNaN ? .text("NaN") : value.isInfinite ? .text(value > 0 ? "Infinity" : "-Infinity") : .text("\(value)")
+    }
+}
+
+/// A failed libpq call, with PostgreSQL's SQLSTATE when the server gave one.
+struct PGError: Error, CustomStringConvertible, Sendable {
+    var sqlState: String?
+    var message: String
+    /// The constraint a violation names (`23505` and friends).
+    var constraint: String?
+    var description: String { sqlState.map { "\(message) (SQLSTATE \($0))" } ?? message }
+
+    /// Class 08 (connection exception), or no SQLSTATE at all (the connection is gone).
+    var isConnectionFailure: Bool { sqlState == nil || sqlState!.hasPrefix("08") || sqlState == "57P01" }
+    var isUniqueViolation: Bool { sqlState == "23505" }
+    /// A serialization failure or deadlock: the transaction may simply be run again.
+    var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+    var isDiskFull: Bool { sqlState == "53100" }
+    var isReadOnly: Bool { sqlState == "25006" }
+}
+
+/// The rows of a result, each column as text (`bytea` in its hex form), nil for NULL.
+struct PGRows: Sendable {
+    var rows: [[String?]]
+    /// Rows a command changed (`UPDATE`, `DELETE`, `INSERT`).
+    var affected: Int
+}
+
+/// One libpq connection. Not thread-safe: a ``PGPool`` lends it to one caller at a time.
+final class PGConnection: @unchecked Sendable {
+    // Used by one thread at a time (the pool's borrower, or the listener's own thread).
+    let handle: OpaquePointer
+
+    /// Connects with a libpq connection URI or key=value string.
+    init(_ conninfo: String) throws(PGError) {
+        guard let handle = PQconnectdb(conninfo) else { throw PGError(message: "libpq could not allocate a connection") }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines)
+            PQfinish(handle)
+            throw PGError(message: "cannot connect to PostgreSQL: \(message)")
+        }
+        self.handle = handle
+        // Notices (an index that already exists, say) are not Strata's to print.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// Whether the connection is usable.
+    var isOK: Bool { PQstatus(handle) == CONNECTION_OK }
+    /// Whether a transaction is open (or failed and not rolled back).
+    var inTransaction: Bool { PQtransactionStatus(handle) != PQTRANS_IDLE }
+    /// The server's version number (160004 for 16.4).
+    var serverVersion: Int { Int(PQserverVersion(handle)) }
+    /// The backend's process id, which its notifications carry.
+    var backendPID: Int32 { PQbackendPID(handle) }
+
+    /// Runs one statement with parameters (`$1`, `$2`, …; never interpolated), unnamed and
+    /// unprepared, so it works through poolers in transaction mode.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [PGValue] = []) throws(PGError) -> PGRows {
+        var texts: [UnsafeMutablePointer<CChar>?] = []
+        var datas: [Data] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        for parameter in parameters {
+            switch parameter {
+            case .null:
+                texts.append(nil)
+                lengths.append(0)
+                formats.append(0)
+            case .text(let text):
+                texts.append(strdup(text))
+                lengths.append(0)
+                formats.append(0)
+            case .bytes(let data):
+                texts.append(nil)
+                datas.append(data)
+                lengths.append(Int32(data.count))
+                formats.append(1)
+            }
+        }
+        defer { for text in texts { free(text) } }
+        // Binary parameters point into their Data for the call's duration.
+        var pointers: [UnsafePointer<CChar>?] = texts.map { $0.map { UnsafePointer($0) } }
+        var buffers: [UnsafeMutableRawPointer] = []
+        var dataIndex = 0
+        for (index, parameter) in parameters.enumerated() {
+            guard case .bytes = parameter else { continue }
+            let data = datas[dataIndex]
+            dataIndex += 1
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(data.count, 1), alignment: 1)
+            data.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: data.count)
+            buffers.append(buffer)
+            pointers[index] = UnsafePointer(buffer.assumingMemoryBound(to: CChar.self))
+        }
+        defer { for buffer in buffers { buffer.deallocate() } }
+        guard
+            let result = PQexecParams(
+                handle, sql, Int32(parameters.count), nil, pointers, lengths, formats, 0)
+        else { throw PGError(message: String(cString: PQerrorMessage(handle))) }
+        defer { PQclear(result) }
+        return try Self.read(result, connection: handle)
+    }
+
+    static func read(_ result: OpaquePointer, connection: OpaquePointer) throws(PGError) -> PGRows {
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            return PGRows(rows: [], affected: Int(String(cString: PQcmdTuples(result))) ?? 0)
+        case PGRES_TUPLES_OK:
+            let count = Int(PQntuples(result))
+            let width = Int(PQnfields(result))
+            var rows: [[String?]] = []
+            rows.reserveCapacity(count)
+            for row in 0..<Int32(count) {
+                var values: [String?] = []
+                values.reserveCapacity(width)
+                for column in 0..<Int32(width) {
+                    if PQgetisnull(result, row, column) == 1 {
+                        values.append(nil)
+                    } else {
+                        values.append(String(cString: PQgetvalue(result, row, column)))
+                    }
+                }
+                rows.append(values)
+            }
+            return PGRows(rows: rows, affected: count)
+        default:
+            func field(_ code: UInt8) -> String? {
+                PQresultErrorField(result, Int32(code)).map { String(cString: $0) }
+            }
+            let message =
+                field(UInt8(ascii: "M")) ?? String(cString: PQerrorMessage(connection)).trimmingCharacters(
+                    in: .whitespacesAndNewlines)
+            throw PGError(sqlState: field(UInt8(ascii: "C")), message: message, constraint: field(UInt8(ascii: "n")))
+        }
+    }
+
+    /// The socket, for waiting on notifications.
+    var socket: Int32 { PQsocket(handle) }
+
+    /// Reads what the server sent and returns the notifications received: (channel, payload, pid).
+    func notifications() throws(PGError) -> [(channel: String, payload: String, pid: Int32)] {
+        guard PQconsumeInput(handle) == 1 else {
+            throw PGError(message: String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        var received: [(String, String, Int32)] = []
+        while let notify = PQnotifies(handle) {
+            received.append((String(cString: notify.pointee.relname), String(cString: notify.pointee.extra), notify.pointee.be_pid))
+            PQfreemem(notify)
+        }
+        return received
+    }
+
+    /// `bytea` in PostgreSQL's hex output form (`\x0102…`) as bytes.
+    static func bytes(_ text: String) -> Data {
+        var data = Data()
+        let utf8 = Array(text.utf8)
+        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x") else { return Data(text.utf8) }
+        data.reserveCapacity((utf8.count - 2) / 2)
+        var index = 2
+        func nibble(_ c: UInt8) -> UInt8 {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            default: c - UInt8(ascii: "A") + 10
+            }
+        }
+        while index + 1 < utf8.count {
+            data.append(nibble(utf8[index]) << 4 | nibble(utf8[index + 1]))
+            index += 2
+        }
+        return data
+    }
+
+    /// A connection string with its password left out, for logs and errors.
+    static func redacted(_ conninfo: String) -> String {
+        guard var components = URLComponents(string: conninfo), components.scheme?.hasPrefix("postgres") == true else {
+            return conninfo.replacingOccurrences(of: #"password\s*=\s*\S+"#, with: "password=***", options: .regularExpression)
+        }
+        if components.password != nil { components.password = "***" }
+        components.queryItems = components.queryItems?.map {
+            $0.name == "password" ? URLQueryItem(name: "password", value: "***") : $0
+        }
+        return components.string ?? conninfo
+    }
+}
+
+/// Lends libpq connections to one caller at a time; results are plain values that may cross
+/// threads. A connection that failed at the connection level is dropped, not returned.
+final class PGPool: Sendable {
+    let conninfo: String
+    private let idle = Locked<[PGConnection]>([])
+    private let limit: Int
+
+    init(conninfo: String, limit: Int = 16) {
+        self.conninfo = conninfo
+        self.limit = limit
+    }
+
+    func checkout() throws(PGError) -> PGConnection {
+        if let connection = idle.withLock({ $0.popLast() }) {
+            if connection.isOK { return connection }
+        }
+        return try PGConnection(conninfo)
+    }
+
+    func checkin(_ connection: PGConnection) {
+        guard connection.isOK, !connection.inTransaction else { return }
+        idle.withLock { pool in if pool.count < limit { pool.append(connection) } }
+    }
+
+    /// Runs `body` on a connection; a connection failure is retried once on a new connection.
+    func with<T>(_ body: (PGConnection) throws(PGError) -> T) throws(PGError) -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let connection = try checkout()
+            do {
+                let result = try body(connection)
+                checkin(connection)
+                return result
+            } catch {
+                if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
+                checkin(connection)
+                if error.isConnectionFailure && attempt < 2 { continue }
+                throw error
+            }
+        }
+    }
+
+    func drain() { idle.withLock { $0.removeAll() } }
+}

@@ -1,0 +1,210 @@
+import Foundation
+
+extension PostgreSQLStore {
+    /// The table and family condition of a request.
+    private func selection(_ request: FetchRequest) throws(StoreError) -> (
+        table: SQLiteSchema.Table, sql: String, arguments: [PGValue]
+    ) {
+        guard entityNames.contains(request.entityName), let table = schema.base.table(for: request.entityName) else {
+            throw StoreError(
+                .notFound, "the store does not hold entity '\(request.entityName)'", storeURL: url,
+                entity: request.entityName)
+        }
+        let family =
+            request.includesSubentities
+            ? model.entityAndSubentities(of: request.entityName).filter { entityNames.contains($0) }
+            : [request.entityName]
+        var sql = "FROM \(schema.qualified(table.name)) AS t"
+        var arguments: [PGValue] = []
+        if family.count != table.entities.count {
+            sql += " WHERE t.\"_entity\" = ANY($1::text[])"
+            arguments.append(.text(PostgreSQLSchema.arrayLiteral(family)))
+        }
+        return (table, sql, arguments)
+    }
+
+    /// The objects of the request's family that match its predicate, unsorted. The predicate is
+    /// evaluated by Strata's own evaluator over the rows read (the same results as the other
+    /// stores by construction); relationship key paths read what they need through `c`.
+    private func matching(_ request: FetchRequest, _ c: PGConnection) throws -> [StoreRow] {
+        let (table, from, arguments) = try selection(request)
+        var predicate: FetchPredicate?
+        do {
+            predicate = try request.predicate?.bound(to: request.entityName, in: model)
+        } catch {
+            throw StoreError(.invalidRequest, error.message, storeURL: url, entity: request.entityName)
+        }
+        let rows = try c.execute("SELECT \(schema.selectList(table, alias: "t")) \(from)", arguments).rows
+        let resolver = PostgreSQLResolver(store: self, connection: c)
+        let decoded = try rows.map { try decodeRow($0, table: table, resolver: resolver) }
+        guard let predicate else { return decoded }
+        for row in decoded { resolver.rows[row.id] = .some(row) }
+        var paths: [String: ModelKeyPath] = [:]
+        do {
+            return try decoded.filter { row in
+                try predicate.evaluate(object: row.id, in: model, paths: &paths) { id, key in
+                    try resolver.property(key, of: id)
+                }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch let error as PGError {
+            throw error
+        } catch {
+            throw StoreError(.invalidRequest, "\(error)", storeURL: url, entity: request.entityName)
+        }
+    }
+
+    /// Runs `body` on a pooled connection, mapping what it throws to store errors.
+    private func reading<T>(_ body: (PGConnection) throws -> T) throws(StoreError) -> T {
+        try checkOpen()
+        let c: PGConnection
+        do {
+            c = try pool.checkout()
+        } catch {
+            throw storeError(error, "cannot connect to PostgreSQL")
+        }
+        defer { pool.checkin(c) }
+        do {
+            return try body(c)
+        } catch let error as StoreError {
+            throw error
+        } catch let error as PGError {
+            throw storeError(error, "PostgreSQL read failed")
+        } catch {
+            throw StoreError(.io, "read failed: \(error)", storeURL: url)
+        }
+    }
+
+    public func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow] {
+        if let key = request.unknownSortKey(in: model) {
+            throw StoreError(
+                .invalidRequest, "cannot sort by '\(key)': no such attribute", storeURL: url, entity: request.entityName
+            )
+        }
+        var rows = try reading { c in try matching(request, c) }
+        rows.sort(by: request.sortsBefore)
+        return request.window(rows)
+    }
+
+    public func count(_ request: FetchRequest) throws(StoreError) -> Int {
+        if request.predicate == nil {
+            let (_, from, arguments) = try selection(request)
+            return try reading { c in Int(try c.execute("SELECT count(*) \(from)", arguments).rows.first?[0] ?? "0") ?? 0 }
+        }
+        return try reading { c in try matching(request, c).count }
+    }
+
+    public func row(for id: ObjectID) throws(StoreError) -> StoreRow? {
+        guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey, entityNames.contains(id.entityName),
+            let table = schema.base.table(for: id.entityName)
+        else { return nil }
+        return try reading { c in try row(pk, table: table, c) }
+    }
+
+    func row(_ pk: Int64, table: SQLiteSchema.Table, _ c: PGConnection) throws -> StoreRow? {
+        let sql = "SELECT \(schema.selectList(table, alias: "t")) FROM \(schema.qualified(table.name)) AS t WHERE t.\"_pk\" = $1"
+        guard let values = try c.execute(sql, [.integer(pk)]).rows.first else { return nil }
+        return try decodeRow(values, table: table, resolver: PostgreSQLResolver(store: self, connection: c))
+    }
+
+    /// Decodes one row of a ``PostgreSQLSchema/selectList(_:alias:)`` through its entity's plan.
+    func decodeRow(_ values: [String?], table: SQLiteSchema.Table, resolver: PostgreSQLResolver) throws -> StoreRow {
+        let entity = values[1] ?? ""
+        guard let plan = schema.base.rowPlans[entity], let pk = values[0].flatMap({ Int64($0) }) else {
+            throw StoreError(
+                .io, "row \(values[0] ?? "?") names entity '\(entity)', which the store does not hold", storeURL: url)
+        }
+        var slots: [AttributeValue?] = []
+        slots.reserveCapacity(plan.attributes.count)
+        for (column, type) in plan.attributes {
+            slots.append(PostgreSQLSchema.decode(values[Int(column) + 3], as: type))
+        }
+        var toOne: [String: ObjectID?] = [:]
+        for (column, info) in plan.foreignKeys {
+            guard let text = values[Int(column) + 3], let key = Int64(text) else {
+                toOne[info.name] = .some(nil)
+                continue
+            }
+            toOne[info.name] =
+                info.destinationIsHierarchy ? try resolver.objectID(info.destination, key) : id(info.destination, key)
+        }
+        return StoreRow(
+            id: id(entity, pk), version: values[2].flatMap { Int64($0) } ?? 0,
+            attributes: AttributeValues(layout: plan.layout, slots: slots), toOne: toOne)
+    }
+
+    public func relatedIDs(of id: ObjectID, relationship name: String) throws(StoreError) -> [ObjectID] {
+        guard id.storeIdentifier == metadata.identifier, id.primaryKey != nil,
+            model.relationship(name, of: id.entityName)?.isToMany == true
+        else {
+            throw StoreError(
+                .invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)' in this store",
+                storeURL: url, entity: id.entityName)
+        }
+        return try reading { c in try PostgreSQLResolver(store: self, connection: c).related(of: id, name) }
+    }
+}
+
+/// Reads objects and relationships for one fetch's predicate, remembering what it read.
+final class PostgreSQLResolver {
+    let store: PostgreSQLStore
+    let connection: PGConnection
+    /// Rows read (nil: the object does not exist).
+    var rows: [ObjectID: StoreRow?] = [:]
+    private var related: [ObjectID: [String: [ObjectID]]] = [:]
+    private var concrete: [String: String] = [:]
+
+    init(store: PostgreSQLStore, connection: PGConnection) {
+        self.store = store
+        self.connection = connection
+    }
+
+    /// The ID of the object with key `pk` in `entity`'s hierarchy, its concrete entity looked up.
+    func objectID(_ entity: String, _ pk: Int64) throws -> ObjectID {
+        guard let table = store.schema.base.table(for: entity), table.entities.count > 1 else {
+            return store.id(entity, pk)
+        }
+        let cacheKey = table.name + "\u{0}" + String(pk)
+        if let known = concrete[cacheKey] { return store.id(known, pk) }
+        let found =
+            try connection.execute(
+                "SELECT \"_entity\" FROM \(store.schema.qualified(table.name)) WHERE \"_pk\" = $1", [.integer(pk)]
+            ).rows.first?[0] ?? nil
+        concrete[cacheKey] = found ?? entity
+        return store.id(found ?? entity, pk)
+    }
+
+    /// An attribute as `.value`, a to-one relationship as `.object`, a to-many one as a `.list`.
+    func property(_ key: String, of id: ObjectID) throws -> PredicateOperand {
+        guard let row = try row(id) else { return .value(.null) }
+        if let value = row.attributes[key] { return .value(value) }
+        if let object = row.toOne[key] { return .object(object) }
+        guard let relationship = store.model.relationship(key, of: id.entityName) else { return .value(.null) }
+        guard relationship.isToMany else { return .object(nil) }
+        return .list(try self.related(of: id, key).map { .object($0) })
+    }
+
+    private func row(_ id: ObjectID) throws -> StoreRow? {
+        if let known = rows[id] { return known }
+        var found: StoreRow?
+        if id.storeIdentifier == store.metadata.identifier, let pk = id.primaryKey,
+            let table = store.schema.base.table(for: id.entityName)
+        {
+            found = try store.row(pk, table: table, connection)
+        }
+        rows[id] = .some(found)
+        return found
+    }
+
+    /// The objects a to-many relationship of `id` holds, in order.
+    func related(of id: ObjectID, _ name: String) throws -> [ObjectID] {
+        if let known = related[id]?[name] { return known }
+        guard let pk = id.primaryKey, let (sql, destination) = store.schema.relatedQuery(of: name, in: id.entityName)
+        else { return [] }
+        let keys = try connection.execute(sql, [.integer(pk)]).rows.compactMap { $0[0].flatMap { Int64($0) } }
+        let ids = try keys.map { try objectID(destination, $0) }
+        related[id, default: [:]][name] = ids
+        return ids
+    }
+}

@@ -1,0 +1,248 @@
+import Foundation
+import Synchronization
+
+/// A store in a PostgreSQL database: the tables of one configuration in a schema (namespace) of
+/// their own, reached through a pool of libpq connections, so that several Strata servers can
+/// share one database.
+///
+/// The URL is any libpq connection URI (`postgresql://user@host:5432/db`, `postgres://` too);
+/// Strata's own query parameter `schema` names the namespace (default `strata` for the whole
+/// model, `strata_<configuration>` for a configuration) and is not passed to libpq. The password
+/// comes from the URI, `PGPASSWORD` or a `.pgpass` file, as libpq reads them; it is never logged.
+///
+/// Saves run in one transaction each on a pooled connection under READ COMMITTED: the objects a
+/// save changes or deletes are locked (`SELECT … FOR UPDATE`) and their versions checked first,
+/// so of two servers saving the same object one wins and the other meets a conflict. Every save
+/// sends one `NOTIFY` naming the objects it wrote, which other servers' stores hear (see
+/// ``onExternalChange(_:)``).
+public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
+    // Safe to share: connections are lent by the pool to one caller at a time; the key blocks,
+    // kept changes, handlers and `closed` live behind locks; the rest is immutable after init.
+    public let type = StoreType.postgresql
+    public let url: URL?
+    public let configuration: String?
+    public let options: StoreOptions
+    public let metadata: StoreMetadata
+    public let entityNames: Set<String>
+
+    let model: ObjectModel
+    let schema: PostgreSQLSchema
+    let pool: PGPool
+    /// The PostgreSQL server's version number (160004 for 16.4).
+    public let serverVersion: Int
+    /// The connection URI without its password, for logs and `GET /`.
+    public let displayURL: String
+    /// Keys reserved from each table's sequence and not handed out yet.
+    let keyBlocks = Locked<[String: ClosedRange<Int64>]>([:])
+    /// Parts of saves across stores whose commit failed after their commit point committed.
+    let keptChanges = Locked<[StoreChanges]>([])
+    let homes: [String: ObjectID.Home]
+    let closed = Atomic<Bool>(false)
+    /// This process's store instance, named in its notifications so that it skips its own.
+    let instance = UUID().uuidString.lowercased()
+    let externalHandlers = Locked<[@Sendable (ExternalStoreChange) -> Void]>([])
+    let listener = Locked<PostgreSQLListener?>(nil)
+
+    /// Keys taken from a sequence at a time (its `INCREMENT BY`).
+    static let keyBlock: Int64 = 64
+    /// The largest notification payload sent; a larger change is announced as "everything".
+    static let payloadLimit = 7900
+
+    /// Opens or creates the store at `url` (a PostgreSQL connection URI) for `configuration`.
+    ///
+    /// Two servers opening the same store at once create its tables once: creation runs in one
+    /// transaction under an advisory lock on the namespace.
+    /// - Throws: ``StoreError``: `.unknownConfiguration`, `.io` (cannot connect),
+    ///   `.configurationMismatch`, `.incompatibleModel` (written with another model: PostgreSQL
+    ///   stores are not migrated yet).
+    public init(model: ObjectModel, configuration: String?, url: URL, options: StoreOptions = StoreOptions())
+        throws(StoreError)
+    {
+        guard let entities = model.entityNames(inConfiguration: configuration) else {
+            throw StoreError(
+                .unknownConfiguration, "the model has no configuration '\(configuration ?? "")'", storeURL: url)
+        }
+        let configuration = configuration == ObjectModel.defaultConfiguration ? nil : configuration
+        let (conninfo, namespace) = Self.connection(from: url, configuration: configuration)
+        self.model = model
+        self.url = url
+        self.configuration = configuration
+        self.options = options
+        entityNames = Set(entities)
+        schema = PostgreSQLSchema(model: model, entities: entities, namespace: namespace)
+        displayURL = PGConnection.redacted(url.absoluteString)
+        pool = PGPool(conninfo: conninfo)
+        let hashes = model.entityVersionHashes.filter { entities.contains($0.key) }
+        let created = StoreMetadata(
+            identifier: UUID().uuidString, configuration: configuration, modelVersion: model.version,
+            entityHashes: hashes)
+        let schema = schema
+        let opened: (values: [String: String], version: Int)
+        do {
+            opened = try pool.with { (c: PGConnection) throws(PGError) -> ([String: String], Int) in
+                try c.execute("BEGIN")
+                try c.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("strata:" + namespace)])
+                var values = try Self.metadataValues(c, namespace: schema.namespace)
+                if values == nil {
+                    for statement in schema.createStatements { try c.execute(statement) }
+                    let rows = SQLiteStore.metadataValues(created, model: model)
+                    for (key, value) in rows {
+                        try c.execute(
+                            "INSERT INTO \(schema.qualified(PostgreSQLSchema.metadataTable)) (key, value) VALUES ($1, $2)",
+                            [.text(key), .text(value)])
+                    }
+                    values = Dictionary(rows, uniquingKeysWith: { _, last in last })
+                }
+                try c.execute("COMMIT")
+                return (values ?? [:], c.serverVersion)
+            }
+        } catch {
+            throw StoreError(
+                .io, "cannot open the PostgreSQL store \(PGConnection.redacted(url.absoluteString)): \(error)",
+                storeURL: url)
+        }
+        serverVersion = opened.version
+        let found = try SQLiteStore.metadata(from: opened.values, url: url)
+        guard found.configuration == configuration else {
+            throw StoreError(
+                .configurationMismatch,
+                "the store holds configuration '\(found.configuration ?? ObjectModel.defaultConfiguration)', not '\(configuration ?? ObjectModel.defaultConfiguration)'",
+                storeURL: url)
+        }
+        if found.entityHashes != hashes {
+            throw StoreError(
+                .incompatibleModel,
+                SQLiteStore.describeDifferences(stored: found.entityHashes, model: hashes)
+                    + "; PostgreSQL stores are not migrated by Strata yet: migrate the data through an SQLite store (strata import or a copy) or with SQL",
+                storeURL: url)
+        }
+        metadata = found
+        let identifier = found.identifier
+        homes = Dictionary(
+            uniqueKeysWithValues: model.entityNames.map { ($0, ObjectID.Home.of(entity: $0, store: identifier)) })
+    }
+
+    /// The libpq connection string of `url` (Strata's `schema` parameter taken out) and the
+    /// namespace it names.
+    static func connection(from url: URL, configuration: String?) -> (conninfo: String, namespace: String) {
+        var namespace = configuration.map { "strata_" + $0 } ?? "strata"
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            return (url.absoluteString, namespace)
+        }
+        if let items = components.queryItems {
+            if let value = items.first(where: { $0.name == "schema" })?.value, !value.isEmpty { namespace = value }
+            let rest = items.filter { $0.name != "schema" }
+            components.queryItems = rest.isEmpty ? nil : rest
+        }
+        return (components.string ?? url.absoluteString, namespace)
+    }
+
+    /// Every key and value of the metadata table; nil when the namespace has no Strata store.
+    static func metadataValues(_ c: PGConnection, namespace: String) throws(PGError) -> [String: String]? {
+        let exists = try c.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2",
+            [.text(namespace), .text(PostgreSQLSchema.metadataTable)])
+        guard exists.rows.first?.first == "1" else { return nil }
+        let table = PostgreSQLSchema.quote(namespace) + "." + PostgreSQLSchema.quote(PostgreSQLSchema.metadataTable)
+        let pairs = try c.execute("SELECT key, value FROM \(table)")
+        return Dictionary(pairs.rows.map { ($0[0] ?? "", $0[1] ?? "") }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// The ID of the object with primary key `pk` of `entity` in this store.
+    func id(_ entity: String, _ pk: Int64) -> ObjectID {
+        if let home = homes[entity] { return ObjectID(home: home, primaryKey: pk) }
+        return ObjectID(store: metadata.identifier, entity: entity, primaryKey: pk)
+    }
+
+    func checkOpen() throws(StoreError) {
+        if closed.load(ordering: .acquiring) { throw StoreError(.closed, "the store is closed", storeURL: url) }
+    }
+
+    /// A libpq failure as a store error.
+    func storeError(_ error: PGError, _ doing: String, entity: String? = nil) -> StoreError {
+        if error.isReadOnly { return StoreError(.readOnly, "\(doing): \(error)", storeURL: url, entity: entity) }
+        if error.isRetryable {
+            return StoreError(.conflict, "\(doing): \(error)", storeURL: url, entity: entity)
+        }
+        return StoreError(.io, "\(doing): \(error)", storeURL: url, entity: entity)
+    }
+
+    /// Runs `body` on a pooled connection.
+    func read<T>(_ body: (PGConnection) throws(PGError) -> T) throws(StoreError) -> T {
+        try checkOpen()
+        do {
+            return try pool.with(body)
+        } catch {
+            throw storeError(error, "PostgreSQL read failed")
+        }
+    }
+
+    public func newObjectIDs(entity: String, count: Int) throws(StoreError) -> [ObjectID] {
+        try checkOpen()
+        guard entityNames.contains(entity), let table = schema.base.table(for: entity) else {
+            throw StoreError(.notFound, "the store does not hold entity '\(entity)'", storeURL: url, entity: entity)
+        }
+        var keys: [Int64] = []
+        keys.reserveCapacity(count)
+        while keys.count < count {
+            let taken = keyBlocks.withLock { blocks -> [Int64] in
+                guard let block = blocks[table.name] else { return [] }
+                let wanted = min(Int64(count - keys.count), Int64(block.count))
+                let taken = Array(block.lowerBound..<(block.lowerBound + wanted))
+                let rest = block.lowerBound + wanted
+                blocks[table.name] = rest <= block.upperBound ? rest...block.upperBound : nil
+                return taken
+            }
+            keys += taken
+            if keys.count >= count { break }
+            // A block of its own from the sequence: other servers take other blocks.
+            let blocks = max(1, (Int64(count - keys.count) + Self.keyBlock - 1) / Self.keyBlock)
+            let sequence = schema.sequence(of: table.name)
+            let starts = try read { (c: PGConnection) throws(PGError) in
+                try c.execute("SELECT nextval($1::regclass) FROM generate_series(1, $2)", [
+                    .text(sequence), .integer(blocks),
+                ]).rows.compactMap { $0[0].flatMap { Int64($0) } }
+            }
+            for start in starts.sorted() {
+                let block = start...(start + Self.keyBlock - 1)
+                let needed = count - keys.count
+                if needed >= block.count {
+                    keys += Array(block)
+                } else {
+                    keys += Array(block.lowerBound..<(block.lowerBound + Int64(needed)))
+                    let rest = block.lowerBound + Int64(needed)
+                    keyBlocks.withLock { $0[table.name] = rest...block.upperBound }
+                }
+            }
+        }
+        let home = homes[entity] ?? ObjectID.Home.of(entity: entity, store: metadata.identifier)
+        return keys.map { ObjectID(home: home, primaryKey: $0) }
+    }
+
+    public var isDurable: Bool { true }
+
+    /// The bytes of the store's tables and indexes.
+    public var storageBytes: Int64? {
+        let namespace = schema.namespace
+        return try? read { (c: PGConnection) throws(PGError) in
+            let rows = try c.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'",
+                [.text(namespace)])
+            return Int64(rows.rows.first?.first.flatMap { $0 } ?? "0") ?? 0
+        }
+    }
+
+    public func close() {
+        closed.store(true, ordering: .releasing)
+        listener.withLock { $0?.stop() }
+        pool.drain()
+    }
+}
+
+/// What another process changed in a shared store, as its notification said.
+public enum ExternalStoreChange: Sendable, Hashable {
+    /// These objects were inserted, changed or deleted.
+    case objects([ObjectID])
+    /// Anything may have changed (the change was too large to name, or notifications were lost).
+    case everything
+}

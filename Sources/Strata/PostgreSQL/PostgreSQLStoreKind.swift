@@ -1,0 +1,106 @@
+import Foundation
+
+extension StoreType {
+    /// The kind of PostgreSQL stores.
+    static var postgresqlKind: any StoreKind { PostgreSQLStoreKind() }
+}
+
+/// PostgreSQL stores: opened from a connection URI, inspected read-only; not migrated or split
+/// by Strata yet (a store written with another model is refused with what differs).
+struct PostgreSQLStoreKind: StoreKind {
+    var type: StoreType { .postgresql }
+
+    func open(model: ObjectModel, configuration: String?, url: URL?, options: StoreOptions) throws(StoreError)
+        -> any PersistentStore
+    {
+        guard let url else { throw StoreError(.invalidRequest, "a PostgreSQL store needs a connection URI") }
+        return try PostgreSQLStore(model: model, configuration: configuration, url: url, options: options)
+    }
+
+    /// A `postgresql://` or `postgres://` connection URI.
+    func recognizes(_ url: URL) -> Bool { Self.isConnectionURI(url) }
+
+    static func isConnectionURI(_ url: URL) -> Bool {
+        ["postgresql", "postgres"].contains(url.scheme?.lowercased() ?? "")
+    }
+
+    /// A store written with another model is refused when it is opened, naming what differs.
+    func pendingMigration(model: ObjectModel, description: StoreDescription) throws(StoreError)
+        -> (any PendingMigration)?
+    { nil }
+
+    /// The metadata the store's namespace holds; nil when it has none yet.
+    func storedState(of description: StoreDescription) throws(StoreError) -> StoredState? {
+        guard let url = description.url else { return nil }
+        let configuration =
+            description.configuration == ObjectModel.defaultConfiguration ? nil : description.configuration
+        guard let values = try Self.metadataValues(url, configuration: configuration) else { return nil }
+        return StoredState(metadata: try SQLiteStore.metadata(from: values, url: url), migrationRecord: nil)
+    }
+
+    static func metadataValues(_ url: URL, configuration: String?) throws(StoreError) -> [String: String]? {
+        let (conninfo, namespace) = PostgreSQLStore.connection(from: url, configuration: configuration)
+        do {
+            let connection = try PGConnection(conninfo)
+            return try PostgreSQLStore.metadataValues(connection, namespace: namespace)
+        } catch {
+            throw StoreError(.io, "cannot read the PostgreSQL store \(PGConnection.redacted(url.absoluteString)): \(error)", storeURL: url)
+        }
+    }
+
+    func forgetMigrationRecord(of description: StoreDescription) throws(StoreError) {}
+
+    func inspect(_ url: URL, model: ObjectModel?, history: [ObjectModel]) throws(StoreError) -> StoreInspection {
+        let configuration = url.query.flatMap { query in
+            URLComponents(string: "x:?" + query)?.queryItems?.first { $0.name == "configuration" }?.value
+        }
+        let (conninfo, namespace) = PostgreSQLStore.connection(from: url, configuration: configuration)
+        let connection: PGConnection
+        let values: [String: String]?
+        do {
+            connection = try PGConnection(conninfo)
+            values = try PostgreSQLStore.metadataValues(connection, namespace: namespace)
+        } catch {
+            throw StoreError(.io, "cannot read the PostgreSQL store \(PGConnection.redacted(url.absoluteString)): \(error)", storeURL: url)
+        }
+        guard let values else {
+            throw StoreError(.incompatibleModel, "schema '\(namespace)' holds no Strata store", storeURL: url)
+        }
+        let metadata = try SQLiteStore.metadata(from: values, url: url)
+        var recordedName: String?
+        if let text = values["model"], case .object(let object)? = try? JSONValue.parse(text) {
+            recordedName = object["name"]?.stringValue
+        }
+        var inspection = StoreInspection(
+            url: URL(string: PGConnection.redacted(url.absoluteString)) ?? url, metadata: metadata,
+            format: "postgresql \(connection.serverVersion)", recordedModelName: recordedName, rowCounts: [:],
+            joinTableRows: [:], splitState: nil, splitSource: nil)
+        let tables =
+            (try? connection.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name NOT LIKE '\\_strata\\_%' ORDER BY 1",
+                [.text(namespace)]
+            ).rows.compactMap { $0[0] }) ?? []
+        for table in tables {
+            let quoted = PostgreSQLSchema.quote(namespace) + "." + PostgreSQLSchema.quote(table)
+            if table.hasPrefix("_join_") {
+                let rows = try? connection.execute("SELECT count(*) FROM \(quoted)").rows
+                inspection.joinTableRows[table] = Int(rows?.first?[0] ?? "0") ?? 0
+            } else if let rows = try? connection.execute(
+                "SELECT \"_entity\", count(*) FROM \(quoted) GROUP BY \"_entity\"").rows
+            {
+                for row in rows { inspection.rowCounts[row[0] ?? "", default: 0] += Int(row[1] ?? "0") ?? 0 }
+            }
+        }
+        guard let model else { return inspection.completed(with: nil, plan: nil) }
+        return inspection.completed(with: model, plan: nil)
+    }
+
+    func split(
+        model: ObjectModel, source: URL, targets: [String: URL], options: SplitOptions,
+        progress: ((SplitProgress) -> Void)?
+    ) throws(StoreError) -> SplitReport {
+        throw StoreError(
+            .invalidRequest, "a PostgreSQL store is not split by Strata: its configurations already live in schemas of their own",
+            storeURL: source)
+    }
+}
