@@ -18,9 +18,10 @@ enum ServeCommand {
           --data-dir DIR          folder of the default SQLite stores (STRATA_DATA_DIR, default ./data)
           --model PATH            model file: JSON, .xcdatamodel or .xcdatamodeld; repeatable
                                   (STRATA_MODEL, comma-separated; default: the embedded example model)
-          --store CONFIG=SPEC     store of a configuration: sqlite:PATH, sqlite:PATH?durability=normal or
-                                  memory:; repeatable (STRATA_STORE, comma-separated); Default=SPEC puts
-                                  every entity in one store
+          --store CONFIG=SPEC     store of a configuration: sqlite:PATH, sqlite:PATH?durability=normal,
+                                  memory:, or a PostgreSQL URI (postgresql://user@host:5432/db, optional
+                                  &schema=NAME); repeatable (STRATA_STORE, comma-separated); Default=SPEC
+                                  puts every entity in one store
           --max-body-bytes N      larger request bodies get 413 (STRATA_MAX_BODY_BYTES, default 1048576)
           --max-connections N     simultaneous connections (STRATA_MAX_CONNECTIONS, default 1024)
           --log-format FORMAT     text or json access-log lines on stderr (STRATA_LOG_FORMAT, default text)
@@ -114,7 +115,8 @@ enum ServeCommand {
                 guard let equals = value.firstIndex(of: "="),
                     let spec = StoreSpec(String(value[value.index(after: equals)...]))
                 else {
-                    throw ServeError("--store takes CONFIG=sqlite:PATH or CONFIG=memory:, not '\(value)'")
+                    throw ServeError(
+                        "--store takes CONFIG=sqlite:PATH, CONFIG=memory: or CONFIG=postgresql://…, not '\(value)'")
                 }
                 options.stores[String(value[..<equals])] = spec
             case "--max-body-bytes":

@@ -49,7 +49,8 @@ public enum PostgreSQLTestServer {
     public static func psql(_ sql: String) throws -> String {
         let cluster = try cluster.get()
         return try cluster.run(
-            "psql", ["-X", "-q", "-A", "-t", "-h", cluster.socketDirectory, "-U", "postgres", "-d", "postgres", "-c", sql]
+            "psql",
+            ["-X", "-q", "-A", "-t", "-h", cluster.socketDirectory, "-U", "postgres", "-d", "postgres", "-c", sql]
         )
     }
 
@@ -75,7 +76,8 @@ public enum PostgreSQLTestServer {
                 FileManager.default.isExecutableFile(atPath: binaries + "/initdb")
             else {
                 throw ClusterError(
-                    message: "no PostgreSQL server binaries (initdb) under \(root): install Debian's postgresql package")
+                    message: "no PostgreSQL server binaries (initdb) under \(root): install Debian's postgresql package"
+                )
             }
             let base = "/tmp/strata-pg-\(getpid())-\(UUID().uuidString.prefix(8))"
             let cluster = Cluster(
@@ -85,13 +87,19 @@ public enum PostgreSQLTestServer {
                 try cluster.run("mkdir", ["-p", cluster.dataDirectory, cluster.socketDirectory], tool: false)
                 try cluster.run(
                     "initdb",
-                    ["-D", cluster.dataDirectory, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
+                    [
+                        "-D", cluster.dataDirectory, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C",
+                        "--no-sync",
+                    ])
                 let settings =
                     "-k \(cluster.socketDirectory) -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
                     + "-c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
                 try cluster.run(
                     "pg_ctl",
-                    ["-D", cluster.dataDirectory, "-o", settings, "-l", base + "/server.log", "-w", "-t", "60", "start"])
+                    [
+                        "-D", cluster.dataDirectory, "-o", settings, "-l", base + "/server.log", "-w", "-t", "60",
+                        "start",
+                    ])
             } catch {
                 throw ClusterError(message: "cannot start a PostgreSQL cluster: \(error)")
             }
@@ -164,9 +172,14 @@ extension TemporaryDirectory {
     /// A PostgreSQL store URL belonging to this folder: the same `name` gives the same schema
     /// (so a test can reopen a store), another folder another schema.
     public func postgreSQLURL(name: String = "store") throws -> URL {
+        try PostgreSQLTestServer.storeURL(postgreSQLSchema(name: name))
+    }
+
+    /// The schema of ``postgreSQLURL(name:)``.
+    public func postgreSQLSchema(name: String = "store") -> String {
         let folder = url.lastPathComponent.replacingOccurrences(of: "strata-tests-", with: "")
         let token = folder.replacingOccurrences(of: "-", with: "").lowercased().prefix(20)
         let suffix = name.lowercased().filter { $0.isLetter || $0.isNumber }
-        return try PostgreSQLTestServer.storeURL("t_\(token)_\(suffix)")
+        return "t_\(token)_\(suffix)"
     }
 }

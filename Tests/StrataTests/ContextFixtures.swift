@@ -43,8 +43,16 @@ enum StackKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case container
     /// The explicit stack over in-memory stores.
     case memory
+    /// The explicit stack with `Main` in PostgreSQL and `Logs` in SQLite.
+    case postgresql
 
     var testDescription: String { rawValue }
+
+    /// Every stack; the PostgreSQL one only when the test run has a cluster (CI always has one).
+    static var allCases: [StackKind] {
+        PostgreSQLTestServer.isAvailable
+            ? [.explicit, .container, .memory, .postgresql] : [.explicit, .container, .memory]
+    }
 
     /// A root context over SQLite stores for `Main` and `Logs` in `folder`.
     func make(
@@ -56,6 +64,13 @@ enum StackKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
             let coordinator = StoreCoordinator(model: contextModel)
             try coordinator.addStore(
                 type: .sqlite, configuration: "Main", url: folder.file("main.sqlite"), options: options)
+            try coordinator.addStore(
+                type: .sqlite, configuration: "Logs", url: folder.file("logs.sqlite"), options: options)
+            return ObjectContext(coordinator: coordinator, mergePolicy: mergePolicy)
+        case .postgresql:
+            let coordinator = StoreCoordinator(model: contextModel)
+            try coordinator.addStore(
+                type: .postgresql, configuration: "Main", url: try folder.postgreSQLURL(name: "main"), options: options)
             try coordinator.addStore(
                 type: .sqlite, configuration: "Logs", url: folder.file("logs.sqlite"), options: options)
             return ObjectContext(coordinator: coordinator, mergePolicy: mergePolicy)

@@ -36,7 +36,13 @@ func titles(_ objects: [ManagedObject]) -> [String] { objects.map { $0.string("t
         #expect(try book.object(forKey: "author")?.objectID == permanent)
         #expect(try root.object(with: book.objectID).version == 1)
         // The row is in the Main store's file.
-        if stack != .memory {
+        if stack == .postgresql {
+            let schema = folder.postgreSQLSchema(name: "main")
+            let rows = try PostgreSQLTestServer.psql(
+                "SELECT \"_pk\" || '|' || \"_entity\" || '|' || \"_version\" || '|' || convert_from(\"title\", 'UTF8') FROM \(schema).\"Book\""
+            )
+            #expect(rows.contains("\(book.objectID.primaryKey!)|Book|1|Earthsea"), "\(rows)")
+        } else if stack != .memory {
             let dump = try dumpSQLite(folder.file("main.sqlite"))
             #expect(dump.contains { $0.hasPrefix("Book: \(book.objectID.primaryKey!)|Book|1|Earthsea") })
         }

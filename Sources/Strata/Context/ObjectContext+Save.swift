@@ -410,6 +410,21 @@ extension ObjectContext {
         }
     }
 
+    /// Forgets what another process may have changed in the stores: `.objects` as if they were
+    /// saved by another root (``mergeChanges(_:)``), `.everything` by dropping every object
+    /// without unsaved changes, so that each is read from the stores again.
+    public func mergeExternalChanges(_ change: ExternalStoreChange) {
+        switch change {
+        case .objects(let ids): mergeChanges(ContextChanges(externallyChanged: ids))
+        case .everything:
+            writeGate?.lock()
+            defer { writeGate?.unlock() }
+            storage.withLock { s in
+                for k in Array(s.objects.keys) where s.updated[k] == nil && !isInserted(k, s) { s.objects[k] = nil }
+            }
+        }
+    }
+
     /// Merges another root save's changes: objects without unsaved changes take the saved values,
     /// deleted ones leave the context.
     public func mergeChanges(_ changes: ContextChanges) {

@@ -183,6 +183,22 @@ public struct ContextChanges: Sendable, Hashable {
     public var deleted: [ObjectID]
     /// The same, per store UUID.
     public var byStore: [String: StoreChangeSummary]
+
+    /// Objects another process wrote, all as updated (which of insert, update or delete is not
+    /// known; a merge reads each again).
+    public init(externallyChanged ids: [ObjectID]) {
+        inserted = []
+        updated = ids
+        deleted = []
+        byStore = [:]
+    }
+
+    init(inserted: [ObjectID], updated: [ObjectID], deleted: [ObjectID], byStore: [String: StoreChangeSummary]) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+        self.byStore = byStore
+    }
 }
 
 /// Everything a context tracks; guarded by the context's lock.

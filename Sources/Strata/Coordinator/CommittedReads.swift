@@ -16,6 +16,16 @@ public struct StoreSummary: Sendable, Hashable {
     public var isWritable: Bool
     /// The bytes it takes where it lives (see ``PersistentStore/storageBytes``).
     public var storageBytes: Int64?
+    /// The database server's version, for a store in one (`PostgreSQL 15.8`).
+    public var serverVersion: String?
+
+    /// Where it lives, fit to show: a file's path, or a connection URI without its password.
+    public var location: String? { url.map(StoreSummary.location(of:)) }
+
+    /// A file URL's path, or any other URL without the password it may hold.
+    public static func location(of url: URL) -> String {
+        url.isFileURL ? url.path : PGConnection.redacted(url.absoluteString)
+    }
 }
 
 /// Committed state, read without a context: the one narrow seam through which a layer that writes
@@ -43,6 +53,9 @@ public protocol CommittedReads: Sendable {
     var routes: [String: [StoreRoute]] { get }
     /// Every attached store, in the order they were added.
     var storeSummaries: [StoreSummary] { get }
+    /// Calls `handler` whenever another process writes into a store shared with it (a
+    /// PostgreSQL store other servers also open), on a thread of the store's.
+    func observeExternalChanges(_ handler: @escaping @Sendable (ExternalStoreChange) -> Void)
     /// A new root context over the same stores, for reads that need one (relationships, fetched
     /// properties); it never waits for another context's commit.
     func newReadContext() -> ObjectContext
@@ -55,11 +68,16 @@ extension StoreCoordinator: CommittedReads {
         return ObjectID(store: first.identifier, entity: entity, primaryKey: primaryKey)
     }
 
+    public func observeExternalChanges(_ handler: @escaping @Sendable (ExternalStoreChange) -> Void) {
+        for case let store as PostgreSQLStore in stores { store.onExternalChange(handler) }
+    }
+
     public var storeSummaries: [StoreSummary] {
         stores.map {
             StoreSummary(
                 identifier: $0.identifier, type: $0.type, configuration: $0.configuration, url: $0.url,
-                entityNames: $0.entityNames.sorted(), isWritable: !$0.options.readOnly, storageBytes: $0.storageBytes)
+                entityNames: $0.entityNames.sorted(), isWritable: !$0.options.readOnly, storageBytes: $0.storageBytes,
+                serverVersion: ($0 as? PostgreSQLStore)?.serverVersionText)
         }
     }
 

@@ -44,7 +44,9 @@ final class PGConnection: @unchecked Sendable {
 
     /// Connects with a libpq connection URI or key=value string.
     init(_ conninfo: String) throws(PGError) {
-        guard let handle = PQconnectdb(conninfo) else { throw PGError(message: "libpq could not allocate a connection") }
+        guard let handle = PQconnectdb(conninfo) else {
+            throw PGError(message: "libpq could not allocate a connection")
+        }
         guard PQstatus(handle) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines)
             PQfinish(handle)
@@ -141,7 +143,8 @@ final class PGConnection: @unchecked Sendable {
                 PQresultErrorField(result, Int32(code)).map { String(cString: $0) }
             }
             let message =
-                field(UInt8(ascii: "M")) ?? String(cString: PQerrorMessage(connection)).trimmingCharacters(
+                field(UInt8(ascii: "M"))
+                ?? String(cString: PQerrorMessage(connection)).trimmingCharacters(
                     in: .whitespacesAndNewlines)
             throw PGError(sqlState: field(UInt8(ascii: "C")), message: message, constraint: field(UInt8(ascii: "n")))
         }
@@ -153,11 +156,13 @@ final class PGConnection: @unchecked Sendable {
     /// Reads what the server sent and returns the notifications received: (channel, payload, pid).
     func notifications() throws(PGError) -> [(channel: String, payload: String, pid: Int32)] {
         guard PQconsumeInput(handle) == 1 else {
-            throw PGError(message: String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines))
+            throw PGError(
+                message: String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines))
         }
         var received: [(String, String, Int32)] = []
         while let notify = PQnotifies(handle) {
-            received.append((String(cString: notify.pointee.relname), String(cString: notify.pointee.extra), notify.pointee.be_pid))
+            received.append(
+                (String(cString: notify.pointee.relname), String(cString: notify.pointee.extra), notify.pointee.be_pid))
             PQfreemem(notify)
         }
         return received
@@ -167,7 +172,9 @@ final class PGConnection: @unchecked Sendable {
     static func bytes(_ text: String) -> Data {
         var data = Data()
         let utf8 = Array(text.utf8)
-        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x") else { return Data(text.utf8) }
+        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x") else {
+            return Data(text.utf8)
+        }
         data.reserveCapacity((utf8.count - 2) / 2)
         var index = 2
         func nibble(_ c: UInt8) -> UInt8 {
@@ -187,7 +194,8 @@ final class PGConnection: @unchecked Sendable {
     /// A connection string with its password left out, for logs and errors.
     static func redacted(_ conninfo: String) -> String {
         guard var components = URLComponents(string: conninfo), components.scheme?.hasPrefix("postgres") == true else {
-            return conninfo.replacingOccurrences(of: #"password\s*=\s*\S+"#, with: "password=***", options: .regularExpression)
+            return conninfo.replacingOccurrences(
+                of: #"password\s*=\s*\S+"#, with: "password=***", options: .regularExpression)
         }
         if components.password != nil { components.password = "***" }
         components.queryItems = components.queryItems?.map {

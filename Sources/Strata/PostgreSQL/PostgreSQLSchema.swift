@@ -96,7 +96,8 @@ struct PostgreSQLSchema: Sendable {
             let family = base.model.entityAndSubentities(of: entity).filter { base.entities.contains($0) }
             let partial =
                 family.count == table.entities.count
-                ? "" : " WHERE \"_entity\" IN (\(family.map { "'\($0.replacingOccurrences(of: "'", with: "''"))'" }.joined(separator: ", ")))"
+                ? ""
+                : " WHERE \"_entity\" IN (\(family.map { "'\($0.replacingOccurrences(of: "'", with: "''"))'" }.joined(separator: ", ")))"
             for (index, group) in description.uniqueness.enumerated() {
                 statements.append(
                     "CREATE UNIQUE INDEX \(Self.quote("_unique_\(entity)_\(index)")) ON \(qualified(table.name)) (\(group.map(Self.quote).joined(separator: ", ")))\(partial)"

@@ -90,7 +90,9 @@ extension PostgreSQLStore {
     public func count(_ request: FetchRequest) throws(StoreError) -> Int {
         if request.predicate == nil {
             let (_, from, arguments) = try selection(request)
-            return try reading { c in Int(try c.execute("SELECT count(*) \(from)", arguments).rows.first?[0] ?? "0") ?? 0 }
+            return try reading { c in
+                Int(try c.execute("SELECT count(*) \(from)", arguments).rows.first?[0] ?? "0") ?? 0
+            }
         }
         return try reading { c in try matching(request, c).count }
     }
@@ -103,7 +105,8 @@ extension PostgreSQLStore {
     }
 
     func row(_ pk: Int64, table: SQLiteSchema.Table, _ c: PGConnection) throws -> StoreRow? {
-        let sql = "SELECT \(schema.selectList(table, alias: "t")) FROM \(schema.qualified(table.name)) AS t WHERE t.\"_pk\" = $1"
+        let sql =
+            "SELECT \(schema.selectList(table, alias: "t")) FROM \(schema.qualified(table.name)) AS t WHERE t.\"_pk\" = $1"
         guard let values = try c.execute(sql, [.integer(pk)]).rows.first else { return nil }
         return try decodeRow(values, table: table, resolver: PostgreSQLResolver(store: self, connection: c))
     }
@@ -203,7 +206,10 @@ final class PostgreSQLResolver {
         guard let pk = id.primaryKey, let (sql, destination) = store.schema.relatedQuery(of: name, in: id.entityName)
         else { return [] }
         let keys = try connection.execute(sql, [.integer(pk)]).rows.compactMap { $0[0].flatMap { Int64($0) } }
-        let ids = try keys.map { try objectID(destination, $0) }
+        // Objects of other entities sharing the destination's table are not the relationship's.
+        let ids = try keys.map { try objectID(destination, $0) }.filter {
+            $0.entityName == destination || store.model.entity($0.entityName, isKindOf: destination)
+        }
         related[id, default: [:]][name] = ids
         return ids
     }

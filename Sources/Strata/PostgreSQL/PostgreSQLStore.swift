@@ -30,6 +30,13 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     let pool: PGPool
     /// The PostgreSQL server's version number (160004 for 16.4).
     public let serverVersion: Int
+    /// `PostgreSQL 15.8` (from ``serverVersion``).
+    public var serverVersionText: String {
+        let major = serverVersion / 10000
+        return major >= 10
+            ? "PostgreSQL \(major).\(serverVersion % 10000)"
+            : "PostgreSQL \(major).\(serverVersion / 100 % 100).\(serverVersion % 100)"
+    }
     /// The connection URI without its password, for logs and `GET /`.
     public let displayURL: String
     /// Keys reserved from each table's sequence and not handed out yet.
@@ -199,9 +206,12 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             let blocks = max(1, (Int64(count - keys.count) + Self.keyBlock - 1) / Self.keyBlock)
             let sequence = schema.sequence(of: table.name)
             let starts = try read { (c: PGConnection) throws(PGError) in
-                try c.execute("SELECT nextval($1::regclass) FROM generate_series(1, $2)", [
-                    .text(sequence), .integer(blocks),
-                ]).rows.compactMap { $0[0].flatMap { Int64($0) } }
+                try c.execute(
+                    "SELECT nextval($1::regclass) FROM generate_series(1, $2)",
+                    [
+                        .text(sequence), .integer(blocks),
+                    ]
+                ).rows.compactMap { $0[0].flatMap { Int64($0) } }
             }
             for start in starts.sorted() {
                 let block = start...(start + Self.keyBlock - 1)

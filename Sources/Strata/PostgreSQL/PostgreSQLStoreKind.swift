@@ -44,7 +44,9 @@ struct PostgreSQLStoreKind: StoreKind {
             let connection = try PGConnection(conninfo)
             return try PostgreSQLStore.metadataValues(connection, namespace: namespace)
         } catch {
-            throw StoreError(.io, "cannot read the PostgreSQL store \(PGConnection.redacted(url.absoluteString)): \(error)", storeURL: url)
+            throw StoreError(
+                .io, "cannot read the PostgreSQL store \(PGConnection.redacted(url.absoluteString)): \(error)",
+                storeURL: url)
         }
     }
 
@@ -61,7 +63,9 @@ struct PostgreSQLStoreKind: StoreKind {
             connection = try PGConnection(conninfo)
             values = try PostgreSQLStore.metadataValues(connection, namespace: namespace)
         } catch {
-            throw StoreError(.io, "cannot read the PostgreSQL store \(PGConnection.redacted(url.absoluteString)): \(error)", storeURL: url)
+            throw StoreError(
+                .io, "cannot read the PostgreSQL store \(PGConnection.redacted(url.absoluteString)): \(error)",
+                storeURL: url)
         }
         guard let values else {
             throw StoreError(.incompatibleModel, "schema '\(namespace)' holds no Strata store", storeURL: url)
@@ -86,8 +90,8 @@ struct PostgreSQLStoreKind: StoreKind {
                 let rows = try? connection.execute("SELECT count(*) FROM \(quoted)").rows
                 inspection.joinTableRows[table] = Int(rows?.first?[0] ?? "0") ?? 0
             } else if let rows = try? connection.execute(
-                "SELECT \"_entity\", count(*) FROM \(quoted) GROUP BY \"_entity\"").rows
-            {
+                "SELECT \"_entity\", count(*) FROM \(quoted) GROUP BY \"_entity\""
+            ).rows {
                 for row in rows { inspection.rowCounts[row[0] ?? "", default: 0] += Int(row[1] ?? "0") ?? 0 }
             }
         }
@@ -100,7 +104,8 @@ struct PostgreSQLStoreKind: StoreKind {
         progress: ((SplitProgress) -> Void)?
     ) throws(StoreError) -> SplitReport {
         throw StoreError(
-            .invalidRequest, "a PostgreSQL store is not split by Strata: its configurations already live in schemas of their own",
+            .invalidRequest,
+            "a PostgreSQL store is not split by Strata: its configurations already live in schemas of their own",
             storeURL: source)
     }
 }

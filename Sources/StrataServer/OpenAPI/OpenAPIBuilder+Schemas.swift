@@ -424,6 +424,7 @@ extension OpenAPIBuilder {
                                         "enum": .array(StoreType.allCases.map { .string($0.rawValue) }),
                                     ],
                                     "configuration": ["type": "string"], "url": nullableString,
+                                    "serverVersion": nullableString,
                                     "entities": ["type": "array", "items": ["type": "string"]],
                                 ],
                             ],

@@ -163,9 +163,9 @@ extension Problem {
             // The store is named: the operator knows which disk or file to look at; reads go on.
             var problem = Problem(
                 503, "Service Unavailable",
-                "\(error.message)\(error.storeURL.map { " (store \($0.path))" } ?? ""); nothing was written, try again later",
+                "\(error.message)\(error.storeURL.map { " (store \(StoreSummary.location(of: $0)))" } ?? ""); nothing was written, try again later",
                 headers: [("Retry-After", "5")])
-            if let url = error.storeURL { problem.extra["store"] = .string(url.path) }
+            if let url = error.storeURL { problem.extra["store"] = .string(StoreSummary.location(of: url)) }
             self = problem
         default: self = Problem(500, "Internal Server Error", error.message)
         }

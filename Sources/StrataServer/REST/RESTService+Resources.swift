@@ -355,7 +355,8 @@ extension RESTService {
             .object([
                 "id": .string(store.identifier), "type": .string(store.type.rawValue),
                 "configuration": .string(store.configuration ?? ObjectModel.defaultConfiguration),
-                "url": store.url.map { .string($0.path) } ?? .null,
+                "url": store.location.map { .string($0) } ?? .null,
+                "serverVersion": store.serverVersion.map { .string($0) } ?? .null,
                 "entities": .array(store.entityNames.map { .string($0) }),
             ])
         }

@@ -72,11 +72,20 @@ public final class RESTService: Sendable {
         self.homeStores = homeStores
         pathByEntity = Dictionary(resources.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         prototypeByEntity = prototypes
-        let readCache = ReadCache(model: reads.model, limit: readCacheLimit)
+        let shared = reads.storeSummaries.filter { $0.type == .postgresql }.flatMap(\.entityNames)
+        let readCache = ReadCache(model: reads.model, limit: readCacheLimit, uncached: Set(shared))
         self.readCache = readCache
         root.observeSaves { changes in
             readCache.invalidate(changes)
             metrics.recordSave(stores: Array(changes.byStore.keys))
+        }
+        // Another server's saves into a shared store: forget what they changed, here and in the root.
+        reads.observeExternalChanges { [root] change in
+            switch change {
+            case .objects(let ids): readCache.invalidate(ContextChanges(externallyChanged: ids))
+            case .everything: readCache.clearAll()
+            }
+            root.mergeExternalChanges(change)
         }
         // Keep the root's cache from growing with every object ever written.
         root.cacheLimit = 10_000

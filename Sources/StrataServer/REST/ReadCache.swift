@@ -11,7 +11,8 @@ import Strata
 /// generation, taken before the read and checked when storing.
 ///
 /// Writes made to the stores without the service's root context are not seen: a process that
-/// shares its coordinator with the service must write through ``RESTService/root``.
+/// shares its coordinator with the service must write through ``RESTService/root``. Other servers'
+/// writes into a shared (PostgreSQL) store arrive as external changes and are forgotten likewise.
 final class ReadCache: Sendable {
     /// One cached object: its version and its JSON body.
     struct Entry: Sendable {
@@ -42,10 +43,12 @@ final class ReadCache: Sendable {
     private let limit: Int
 
     /// A cache for `model`'s entities holding up to `limit` objects per entity (0 turns it off).
-    init(model: ObjectModel, limit: Int) {
+    /// - Parameter uncached: entities never cached: those in stores other processes also write
+    ///   (PostgreSQL), so that a read sees another server's acknowledged write at once.
+    init(model: ObjectModel, limit: Int, uncached: Set<String> = []) {
         self.limit = max(0, limit)
         var shelves: [String: Locked<Shelf>] = [:]
-        for entity in model.entityNames { shelves[entity] = Locked(Shelf()) }
+        for entity in model.entityNames where !uncached.contains(entity) { shelves[entity] = Locked(Shelf()) }
         self.shelves = shelves
         /// Every shelf that can hold an object of the family of `entity`'s root.
         func family(_ entity: String) -> [String] { model.entityAndSubentities(of: model.rootEntity(of: entity)) }
@@ -82,6 +85,11 @@ final class ReadCache: Sendable {
                 shelf.next = (shelf.next + 1) % limit
             }
         }
+    }
+
+    /// Forgets everything (another process changed objects it could not name).
+    func clearAll() {
+        for shelf in shelves.values { shelf.withLock { $0.clear() } }
     }
 
     /// Forgets what a root save changed: the saved objects, and every object of an entity related

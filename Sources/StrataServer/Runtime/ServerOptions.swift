@@ -10,9 +10,13 @@ public struct StoreSpec: Sendable, Hashable {
     /// This store's durability, when it differs from the server's `--durability`.
     public var durability: StoreOptions.Durability?
 
-    /// Parses `sqlite:PATH`, `sqlite:PATH?durability=full|normal` or `memory:`.
+    /// Parses `sqlite:PATH`, `sqlite:PATH?durability=full|normal`, `memory:`, or a PostgreSQL
+    /// connection URI (`postgresql://…` or `postgres://…`, kept whole in ``path``).
     public init?(_ text: String) {
-        if text == "memory:" || text == "memory" {
+        if text.hasPrefix("postgresql://") || text.hasPrefix("postgres://"), URL(string: text) != nil {
+            type = .postgresql
+            path = text
+        } else if text == "memory:" || text == "memory" {
             type = .inMemory
             path = nil
         } else if text.hasPrefix("sqlite:"), text.count > "sqlite:".count {
@@ -76,7 +80,8 @@ public struct ServerOptions: Sendable {
             var options = options
             if let durability = spec.durability { options.durability = durability }
             return StoreDescription(
-                type: spec.type, configuration: configuration, url: spec.path.map { URL(fileURLWithPath: $0) },
+                type: spec.type, configuration: configuration,
+                url: spec.path.map { spec.type == .postgresql ? URL(string: $0)! : URL(fileURLWithPath: $0) },
                 options: options)
         }
         if let all = stores[ObjectModel.defaultConfiguration] { return [description(nil, all)] }

@@ -131,7 +131,7 @@ public final class StrataServerInstance: Sendable {
             guard let store = summaries.first(where: { $0.identifier == identifier }) else {
                 return "store \(identifier)"
             }
-            return "\(store.configuration ?? ObjectModel.defaultConfiguration) (\(store.url?.path ?? "memory"))"
+            return "\(store.configuration ?? ObjectModel.defaultConfiguration) (\(store.location ?? "memory"))"
         }
         var text =
             "finished \(report.finishedSaves) interrupted save\(report.finishedSaves == 1 ? "" : "s") across stores"
