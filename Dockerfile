@@ -3,7 +3,7 @@
 # Build stage: the official Swift 6 image on Debian bookworm, plus the C libraries' headers.
 FROM swift:6.0-bookworm AS build
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libsqlite3-dev libmicrohttpd-dev pkg-config \
+    && apt-get install -y --no-install-recommends libsqlite3-dev libmicrohttpd-dev libpq-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -12,10 +12,11 @@ RUN swift build -c release --static-swift-stdlib --product strata \
     && install -D -m 0755 .build/release/strata /out/strata
 
 # Runtime stage: only the shared libraries the binary links (see scripts/check-container):
-# SQLite, libmicrohttpd, and libxml2 (Foundation's XML parser reads Core Data .xcdatamodel files).
+# SQLite, libmicrohttpd, libpq (PostgreSQL stores), and libxml2 (Foundation's XML parser reads Core
+# Data .xcdatamodel files).
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libsqlite3-0 libmicrohttpd12 libxml2 \
+    && apt-get install -y --no-install-recommends libsqlite3-0 libmicrohttpd12 libpq5 libxml2 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin strata \
     && mkdir -p /data \
