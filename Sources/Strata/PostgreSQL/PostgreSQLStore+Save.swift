@@ -30,7 +30,9 @@ extension PostgreSQLStore {
             do {
                 try writeKeptChanges(c)
                 let versions = try write(changes, c)
-                return PostgreSQLPreparedSave(store: self, connection: c, versions: versions, changes: changes)
+                return TransactionPreparedSave(versions: versions, changes: changes) {
+                    (commit, keep) throws(StoreError) in try self.finish(c, commit: commit, keep: keep)
+                }
             } catch let error as PGError {
                 _ = try? c.execute("ROLLBACK")
                 pool.checkin(c)
@@ -349,48 +351,5 @@ extension PostgreSQLStore {
             if let keep { keptChanges.withLock { $0.append(keep) } }
             throw storeError(error, "cannot commit")
         }
-    }
-}
-
-/// A save applied inside an open transaction on a pooled connection.
-final class PostgreSQLPreparedSave: PreparedSave, @unchecked Sendable {
-    // Safe to share: the connection is used only by the one call that takes `finished`.
-    let store: PostgreSQLStore
-    let connection: PGConnection
-    let versions: [ObjectID: Int64]
-    let changes: StoreChanges
-    private let state = Locked(false)
-
-    init(store: PostgreSQLStore, connection: PGConnection, versions: [ObjectID: Int64], changes: StoreChanges) {
-        self.store = store
-        self.connection = connection
-        self.versions = versions
-        self.changes = changes
-    }
-
-    private func take() -> Bool {
-        state.withLock { finished in
-            defer { finished = true }
-            return !finished
-        }
-    }
-
-    func commit() throws(StoreError) {
-        guard take() else { return }
-        try store.finish(connection, commit: true)
-    }
-
-    func commitOrKeep() throws(StoreError) {
-        guard take() else { return }
-        try store.finish(connection, commit: true, keep: changes)
-    }
-
-    func rollback() {
-        guard take() else { return }
-        try? store.finish(connection, commit: false)
-    }
-
-    deinit {
-        if take() { try? store.finish(connection, commit: false) }
     }
 }

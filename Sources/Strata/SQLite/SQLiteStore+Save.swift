@@ -14,7 +14,9 @@ extension SQLiteStore {
         }
         do {
             let versions = try write(changes, db)
-            return SQLitePreparedSave(store: self, versions: versions, changes: changes)
+            return TransactionPreparedSave(versions: versions, changes: changes) {
+                (commit, keep) throws(StoreError) in try self.finish(commit: commit, keep: keep)
+            }
         } catch {
             releaseWriter()
             throw error
@@ -348,48 +350,5 @@ extension SQLiteStore {
             if let keep { keptChanges.withLock { $0.append(keep) } }
             throw writeError(error, "cannot commit")
         }
-    }
-}
-
-/// A save applied inside the writer's open transaction.
-final class SQLitePreparedSave: PreparedSave, @unchecked Sendable {
-    // Safe to share: `finished` is only touched under `state`'s lock; the store serializes the rest.
-    let store: SQLiteStore
-    let versions: [ObjectID: Int64]
-    /// What was written, to keep when a commit that must happen fails.
-    let changes: StoreChanges
-    private let state = Locked(false)
-
-    init(store: SQLiteStore, versions: [ObjectID: Int64], changes: StoreChanges) {
-        self.store = store
-        self.versions = versions
-        self.changes = changes
-    }
-
-    private func take() -> Bool {
-        state.withLock { finished in
-            defer { finished = true }
-            return !finished
-        }
-    }
-
-    func commit() throws(StoreError) {
-        guard take() else { return }
-        try store.finish(commit: true)
-    }
-
-    func commitOrKeep() throws(StoreError) {
-        guard take() else { return }
-        try store.finish(commit: true, keep: changes)
-    }
-
-    func rollback() {
-        guard take() else { return }
-        try? store.finish(commit: false)
-    }
-
-    deinit {
-        // A prepared save dropped without a decision must not keep the writer.
-        if take() { try? store.finish(commit: false) }
     }
 }
