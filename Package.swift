@@ -31,9 +31,15 @@ let package = Package(
         .target(name: "StrataHTTP", dependencies: ["CMicroHTTPD"]),
         // REST, OpenAPI and the server runtime over the two.
         .target(name: "StrataServer", dependencies: ["Strata", "StrataHTTP"]),
-        .executableTarget(name: "strata", dependencies: ["Strata", "StrataHTTP", "StrataServer", "CSQLite"]),
+        // A throwaway PostgreSQL cluster for the test suites and `strata bench`.
+        .target(name: "StrataPGCluster"),
+        .executableTarget(
+            name: "strata",
+            dependencies: ["Strata", "StrataHTTP", "StrataServer", "StrataPGCluster", "CSQLite", "CLibPQ"]),
         // What the test suites share: temporary folders, the live-server fixture, test clients.
-        .target(name: "StrataTestSupport", dependencies: ["Strata", "StrataServer"], path: "Tests/StrataTestSupport"),
+        .target(
+            name: "StrataTestSupport", dependencies: ["Strata", "StrataServer", "StrataPGCluster"],
+            path: "Tests/StrataTestSupport"),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTestSupport"]),
         .testTarget(
             name: "StrataServerTests", dependencies: ["StrataServer", "StrataHTTP", "Strata", "StrataTestSupport"]),

@@ -1,18 +1,21 @@
 import Foundation
+import StrataPGCluster
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// A throwaway PostgreSQL cluster for the test run: created with `initdb` in a fresh folder,
-/// started with `pg_ctl` on a private socket directory (no TCP), stopped when the test process
-/// exits. As root, the server binaries run as the `postgres` user (`initdb` and `pg_ctl` refuse
-/// root). Each test gets a schema of its own in the one database (``storeURL(_:)``).
+/// The test run's throwaway PostgreSQL cluster (``ScratchCluster``, fsync off), started on first
+/// use and stopped when the test process exits. Each test gets a schema of its own in the one
+/// database (``storeURL(_:)``).
 public enum PostgreSQLTestServer {
-    /// The cluster's folder, socket directory and binaries, or why there is none.
-    private static let cluster: Result<Cluster, ClusterError> = {
-        do throws(ClusterError) {
-            return .success(try Cluster.start())
+    /// The cluster, or why there is none.
+    private static let cluster: Result<ScratchCluster, ScratchCluster.Failure> = {
+        do throws(ScratchCluster.Failure) {
+            let cluster = try ScratchCluster.start()
+            started.withLock { $0 = cluster }
+            atexit { PostgreSQLTestServer.started.withLock({ $0 })?.stop() }
+            return .success(cluster)
         } catch {
             return .failure(error)
         }
@@ -35,121 +38,18 @@ public enum PostgreSQLTestServer {
     public static func storeURL(_ name: String? = nil) throws -> URL {
         let cluster = try cluster.get()
         let schema = name ?? "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
-        return URL(string: "postgresql:///postgres?host=\(cluster.socketDirectory)&user=postgres&schema=\(schema)")!
+        return URL(string: "\(cluster.databaseURI)&schema=\(schema)")!
     }
 
     /// The libpq connection URI of the cluster's `postgres` database.
     public static func databaseURI() throws -> String {
-        let cluster = try cluster.get()
-        return "postgresql:///postgres?host=\(cluster.socketDirectory)&user=postgres"
+        try cluster.get().databaseURI
     }
 
     /// Runs `psql` with `sql` against the cluster and returns its output (unaligned, tuples only).
     @discardableResult
     public static func psql(_ sql: String) throws -> String {
-        let cluster = try cluster.get()
-        return try cluster.run(
-            "psql",
-            ["-X", "-q", "-A", "-t", "-h", cluster.socketDirectory, "-U", "postgres", "-d", "postgres", "-c", sql]
-        )
-    }
-
-    struct ClusterError: Error, CustomStringConvertible {
-        var message: String
-        var description: String { message }
-    }
-
-    struct Cluster: Sendable {
-        let binaries: String
-        let dataDirectory: String
-        let socketDirectory: String
-        let asPostgresUser: Bool
-
-        static func start() throws(ClusterError) -> Cluster {
-            let root = "/usr/lib/postgresql"
-            let override = ProcessInfo.processInfo.environment["STRATA_PG_BIN"]
-            let versions =
-                ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap { Int($0) }.sorted()
-            guard
-                let binaries = override
-                    ?? versions.last.map({ "\(root)/\($0)/bin" }),
-                FileManager.default.isExecutableFile(atPath: binaries + "/initdb")
-            else {
-                throw ClusterError(
-                    message: "no PostgreSQL server binaries (initdb) under \(root): install Debian's postgresql package"
-                )
-            }
-            let base = "/tmp/strata-pg-\(getpid())-\(UUID().uuidString.prefix(8))"
-            let cluster = Cluster(
-                binaries: binaries, dataDirectory: base + "/data", socketDirectory: base + "/socket",
-                asPostgresUser: getuid() == 0)
-            do {
-                try cluster.run("mkdir", ["-p", cluster.dataDirectory, cluster.socketDirectory], tool: false)
-                try cluster.run(
-                    "initdb",
-                    [
-                        "-D", cluster.dataDirectory, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C",
-                        "--no-sync",
-                    ])
-                let settings =
-                    "-k \(cluster.socketDirectory) -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
-                    + "-c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
-                try cluster.run(
-                    "pg_ctl",
-                    [
-                        "-D", cluster.dataDirectory, "-o", settings, "-l", base + "/server.log", "-w", "-t", "60",
-                        "start",
-                    ])
-            } catch {
-                throw ClusterError(message: "cannot start a PostgreSQL cluster: \(error)")
-            }
-            started.withLock { $0 = cluster }
-            atexit {
-                guard let cluster = PostgreSQLTestServer.started.withLock({ $0 }) else { return }
-                _ = try? cluster.run("pg_ctl", ["-D", cluster.dataDirectory, "-m", "immediate", "-w", "stop"])
-                let base = (cluster.dataDirectory as NSString).deletingLastPathComponent
-                try? FileManager.default.removeItem(atPath: base)
-            }
-            return cluster
-        }
-
-        /// Runs a server binary (or, with `tool: false`, a system command), as `postgres` when root.
-        @discardableResult
-        func run(_ command: String, _ arguments: [String], tool: Bool = true) throws -> String {
-            let path = tool ? "\(binaries)/\(command)" : "/usr/bin/env"
-            let executable: String
-            var argv: [String]
-            if asPostgresUser {
-                executable = "/usr/sbin/runuser"
-                argv = ["runuser", "-u", "postgres", "--", path] + (tool ? [] : [command]) + arguments
-            } else {
-                executable = path
-                argv = [path] + (tool ? [] : [command]) + arguments
-            }
-            // Output to a file, not a pipe: the server `pg_ctl` starts would hold a pipe open. Spawned
-            // and waited for directly, so it works from any thread of the test run.
-            let outputPath = "/tmp/strata-pg-output-\(UUID().uuidString)"
-            defer { try? FileManager.default.removeItem(atPath: outputPath) }
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
-            var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-            defer { for argument in cArguments { free(argument) } }
-            var pid: pid_t = 0
-            let spawned = posix_spawn(&pid, executable, &actions, nil, &cArguments, environ)
-            guard spawned == 0 else { throw ClusterError(message: "cannot run \(command): error \(spawned)") }
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-            let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-            guard exitStatus == 0 else {
-                throw ClusterError(message: "\(command) failed (\(exitStatus)): \(text.suffix(2000))")
-            }
-            return text
-        }
+        try cluster.get().psql(sql)
     }
 
     private static let started = StartedCluster()
@@ -159,9 +59,9 @@ public enum PostgreSQLTestServer {
 final class StartedCluster: @unchecked Sendable {
     // Safe to share: guarded by `lock`.
     private let lock = NSLock()
-    private var value: PostgreSQLTestServer.Cluster?
+    private var value: ScratchCluster?
 
-    func withLock<T>(_ body: (inout PostgreSQLTestServer.Cluster?) -> T) -> T {
+    func withLock<T>(_ body: (inout ScratchCluster?) -> T) -> T {
         lock.lock()
         defer { lock.unlock() }
         return body(&value)

@@ -194,8 +194,10 @@ final class PGConnection: @unchecked Sendable {
     /// A connection string with its password left out, for logs and errors.
     static func redacted(_ conninfo: String) -> String {
         guard var components = URLComponents(string: conninfo), components.scheme?.hasPrefix("postgres") == true else {
+            // Not a URL Foundation parses (a key=value string, or a URI listing several hosts).
             return conninfo.replacingOccurrences(
-                of: #"password\s*=\s*\S+"#, with: "password=***", options: .regularExpression)
+                of: #"password\s*=\s*[^\s&]+"#, with: "password=***", options: .regularExpression
+            ).replacingOccurrences(of: #"(://[^:/@?]*:)[^@/?]*@"#, with: "$1***@", options: .regularExpression)
         }
         if components.password != nil { components.password = "***" }
         components.queryItems = components.queryItems?.map {
@@ -207,26 +209,71 @@ final class PGConnection: @unchecked Sendable {
 
 /// Lends libpq connections to one caller at a time; results are plain values that may cross
 /// threads. A connection that failed at the connection level is dropped, not returned.
-final class PGPool: Sendable {
+final class PGPool: @unchecked Sendable {
+    // Safe to share: `idle` and `open` are guarded by `condition`.
     let conninfo: String
-    private let idle = Locked<[PGConnection]>([])
-    private let limit: Int
+    /// The most connections open at once; a caller past it waits for one to come back.
+    let limit: Int
+    private let condition = NSCondition()
+    private var idle: [PGConnection] = []
+    private var open = 0
+    /// How long a caller waits for a connection when all are lent out.
+    static let waitSeconds = 30.0
 
-    init(conninfo: String, limit: Int = 16) {
+    init(conninfo: String, limit: Int = 32) {
         self.conninfo = conninfo
-        self.limit = limit
+        self.limit = max(1, limit)
     }
 
+    /// Lends a connection: an idle one, a new one while fewer than ``limit`` are open, or the
+    /// first one given back.
     func checkout() throws(PGError) -> PGConnection {
-        if let connection = idle.withLock({ $0.popLast() }) {
-            if connection.isOK { return connection }
+        let deadline = Date(timeIntervalSinceNow: Self.waitSeconds)
+        while true {
+            condition.lock()
+            while idle.isEmpty && open >= limit {
+                guard condition.wait(until: deadline) else {
+                    condition.unlock()
+                    throw PGError(
+                        sqlState: "53300",
+                        message: "all \(limit) PostgreSQL connections stayed busy for \(Int(Self.waitSeconds)) s")
+                }
+            }
+            if let connection = idle.popLast() {
+                condition.unlock()
+                if connection.isOK { return connection }
+                discard()
+                continue
+            }
+            open += 1
+            condition.unlock()
+            do {
+                return try PGConnection(conninfo)
+            } catch {
+                discard()
+                throw error
+            }
         }
-        return try PGConnection(conninfo)
     }
 
+    /// Takes a lent connection back; a broken one, or one left inside a transaction, is closed.
     func checkin(_ connection: PGConnection) {
-        guard connection.isOK, !connection.inTransaction else { return }
-        idle.withLock { pool in if pool.count < limit { pool.append(connection) } }
+        guard connection.isOK, !connection.inTransaction else {
+            discard()
+            return
+        }
+        condition.lock()
+        idle.append(connection)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Counts a lent connection as closed.
+    private func discard() {
+        condition.lock()
+        open -= 1
+        condition.signal()
+        condition.unlock()
     }
 
     /// Runs `body` on a connection; a connection failure is retried once on a new connection.
@@ -248,5 +295,11 @@ final class PGPool: Sendable {
         }
     }
 
-    func drain() { idle.withLock { $0.removeAll() } }
+    func drain() {
+        condition.lock()
+        open -= idle.count
+        idle.removeAll()
+        condition.broadcast()
+        condition.unlock()
+    }
 }

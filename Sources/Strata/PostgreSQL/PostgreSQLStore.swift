@@ -70,7 +70,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
                 .unknownConfiguration, "the model has no configuration '\(configuration ?? "")'", storeURL: url)
         }
         let configuration = configuration == ObjectModel.defaultConfiguration ? nil : configuration
-        let (conninfo, namespace) = Self.connection(from: url, configuration: configuration)
+        let (conninfo, namespace, poolSize) = Self.connection(from: url, configuration: configuration)
         self.model = model
         self.url = url
         self.configuration = configuration
@@ -78,7 +78,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         entityNames = Set(entities)
         schema = PostgreSQLSchema(model: model, entities: entities, namespace: namespace)
         displayURL = PGConnection.redacted(url.absoluteString)
-        pool = PGPool(conninfo: conninfo)
+        pool = PGPool(conninfo: conninfo, limit: poolSize)
         let hashes = model.entityVersionHashes.filter { entities.contains($0.key) }
         let created = StoreMetadata(
             identifier: UUID().uuidString, configuration: configuration, modelVersion: model.version,
@@ -129,19 +129,28 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             uniqueKeysWithValues: model.entityNames.map { ($0, ObjectID.Home.of(entity: $0, store: identifier)) })
     }
 
+    /// `uri` (or any text holding one) with its password left out, for logs and error messages.
+    public static func redacted(_ uri: String) -> String { PGConnection.redacted(uri) }
+
     /// The libpq connection string of `url` (Strata's `schema` parameter taken out) and the
     /// namespace it names.
-    static func connection(from url: URL, configuration: String?) -> (conninfo: String, namespace: String) {
+    static func connection(from url: URL, configuration: String?) -> (
+        conninfo: String, namespace: String, poolSize: Int
+    ) {
         var namespace = configuration.map { "strata_" + $0 } ?? "strata"
+        var poolSize = 32
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
-            return (url.absoluteString, namespace)
+            return (url.absoluteString, namespace, poolSize)
         }
         if let items = components.queryItems {
             if let value = items.first(where: { $0.name == "schema" })?.value, !value.isEmpty { namespace = value }
-            let rest = items.filter { $0.name != "schema" }
+            if let value = items.first(where: { $0.name == "pool" })?.value.flatMap({ Int($0) }), value > 0 {
+                poolSize = value
+            }
+            let rest = items.filter { $0.name != "schema" && $0.name != "pool" }
             components.queryItems = rest.isEmpty ? nil : rest
         }
-        return (components.string ?? url.absoluteString, namespace)
+        return (components.string ?? url.absoluteString, namespace, poolSize)
     }
 
     /// Every key and value of the metadata table; nil when the namespace has no Strata store.

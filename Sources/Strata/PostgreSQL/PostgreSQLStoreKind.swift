@@ -39,7 +39,7 @@ struct PostgreSQLStoreKind: StoreKind {
     }
 
     static func metadataValues(_ url: URL, configuration: String?) throws(StoreError) -> [String: String]? {
-        let (conninfo, namespace) = PostgreSQLStore.connection(from: url, configuration: configuration)
+        let (conninfo, namespace, _) = PostgreSQLStore.connection(from: url, configuration: configuration)
         do {
             let connection = try PGConnection(conninfo)
             return try PostgreSQLStore.metadataValues(connection, namespace: namespace)
@@ -56,7 +56,7 @@ struct PostgreSQLStoreKind: StoreKind {
         let configuration = url.query.flatMap { query in
             URLComponents(string: "x:?" + query)?.queryItems?.first { $0.name == "configuration" }?.value
         }
-        let (conninfo, namespace) = PostgreSQLStore.connection(from: url, configuration: configuration)
+        let (conninfo, namespace, _) = PostgreSQLStore.connection(from: url, configuration: configuration)
         let connection: PGConnection
         let values: [String: String]?
         do {

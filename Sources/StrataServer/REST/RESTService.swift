@@ -16,6 +16,9 @@ public final class RESTService: Sendable {
     public let metrics: Metrics
     let codec: ObjectCodec
     let resources: [String: String]
+    /// Entities in stores reached over a network (PostgreSQL): never cached, so reading one waits
+    /// for a round trip and is not answered on a polling thread.
+    let remoteEntities: Set<String>
     /// Each entity's resource path segment (the inverse of `resources`).
     let pathByEntity: [String: String]
     /// An ID of each entity in its store, to make others from (`withPrimaryKey`).
@@ -73,7 +76,8 @@ public final class RESTService: Sendable {
         pathByEntity = Dictionary(resources.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         prototypeByEntity = prototypes
         let shared = reads.storeSummaries.filter { $0.type == .postgresql }.flatMap(\.entityNames)
-        let readCache = ReadCache(model: reads.model, limit: readCacheLimit, uncached: Set(shared))
+        remoteEntities = Set(shared)
+        let readCache = ReadCache(model: reads.model, limit: readCacheLimit, uncached: remoteEntities)
         self.readCache = readCache
         root.observeSaves { changes in
             readCache.invalidate(changes)
@@ -118,10 +122,12 @@ public final class RESTService: Sendable {
     /// service documents that need no store, paths that are not resources);
     /// ``HTTPDispatch/deferred`` for writes to a collection or an object, which
     /// ``handle(_:lead:completion:)`` answers once their group commit is durable; and
-    /// ``HTTPDispatch/pool`` for the rest (lists, sub-resources, batches, the OpenAPI document).
+    /// ``HTTPDispatch/pool`` for the rest (reads from PostgreSQL stores, lists, sub-resources, batches, the OpenAPI document).
     public func dispatch(for request: HTTPRequest) -> HTTPDispatch {
         let method = request.method == "HEAD" ? "GET" : request.method
         switch (method, Route(path: request.path, resources: resources)) {
+        case ("GET", .item(let entity, _)) where remoteEntities.contains(entity): return .pool
+        case ("GET", .index) where !remoteEntities.isEmpty: return .pool
         case ("GET", .index), ("GET", .live), ("GET", .ready), ("GET", .metrics), ("GET", .item), ("GET", .unknown):
             return .inline
         case ("POST", .collection), ("PATCH", .item), ("PUT", .item), ("DELETE", .item): return .deferred

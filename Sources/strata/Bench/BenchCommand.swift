@@ -6,18 +6,24 @@ import StrataServer
 /// the same run, so the ratios hold on a shared, noisy machine.
 enum BenchCommand {
     static let usage = """
-        usage: strata bench [--duration SECONDS] [--soak SECONDS] [--objects N] [--only library|http] [--quick]
+        usage: strata bench [--duration SECONDS] [--soak SECONDS] [--objects N] [--only library|http|postgresql]
+                            [--postgresql URI] [--quick]
 
         Runs the library and HTTP benchmarks and prints a table with each scenario's throughput,
         p50/p99 latency, the baseline measured in the same run, and the ratio to its target.
         HTTP load comes from wrk (apt-get install wrk), against a server started in this process
         on a free loopback port with SQLite stores in a temporary folder (synchronous=FULL).
+        The PostgreSQL scenarios put the catalogue in PostgreSQL: in a scratch cluster the bench
+        starts with PostgreSQL's durable defaults when the server binaries are installed (Debian's
+        postgresql package), or on the server --postgresql names; each beside libpq alone.
 
           --duration SECONDS   length of each HTTP run (default 5)
           --soak SECONDS       length of the mixed run that checks memory stays flat (default 60;
                                the target is stated for 300)
           --objects N          objects for the library insert/fetch scenarios (default 100000)
-          --only PART          run only the library or only the HTTP scenarios
+          --only PART          run only the library, the HTTP or the PostgreSQL scenarios
+          --postgresql URI     a libpq connection URI for the PostgreSQL scenarios (a schema
+                               of their own is created and dropped)
           --quick              1 s runs, 10,000 objects, 10 s soak: a smoke test of the command,
                                which exits 0 whenever every scenario ran (the table still says
                                which targets were met); a full run exits 1 when one is missed
@@ -29,6 +35,8 @@ enum BenchCommand {
         var objects = 100_000
         var library = true
         var http = true
+        var postgreSQL = true
+        var postgresql: String?
         var quick = false
     }
 
@@ -61,18 +69,28 @@ enum BenchCommand {
                 guard let number = value() else { return fail("--objects needs a positive number") }
                 settings.objects = number
             case "--only":
-                guard index + 1 < arguments.count, ["library", "http"].contains(arguments[index + 1]) else {
-                    return fail("--only needs 'library' or 'http'")
+                guard index + 1 < arguments.count, ["library", "http", "postgresql"].contains(arguments[index + 1])
+                else {
+                    return fail("--only needs 'library', 'http' or 'postgresql'")
                 }
                 index += 1
                 settings.library = arguments[index] == "library"
                 settings.http = arguments[index] == "http"
+                settings.postgreSQL = arguments[index] == "postgresql"
+            case "--postgresql":
+                guard index + 1 < arguments.count,
+                    arguments[index + 1].hasPrefix("postgresql://") || arguments[index + 1].hasPrefix("postgres://")
+                else {
+                    return fail("--postgresql needs a postgresql:// connection URI")
+                }
+                index += 1
+                settings.postgresql = arguments[index]
             default: return fail("unknown option '\(argument)'; see strata bench --help")
             }
             index += 1
         }
         let wrk = Wrk.find()
-        if settings.http, wrk == nil {
+        if settings.http || settings.postgreSQL, wrk == nil {
             return fail("wrk is not installed: apt-get install wrk")
         }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(UUID().uuidString)")
@@ -87,6 +105,10 @@ enum BenchCommand {
             if settings.http, let wrk {
                 printError("bench: HTTP scenarios (\(settings.duration) s each)…")
                 try HTTPBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
+            }
+            if settings.postgreSQL, let wrk {
+                printError("bench: PostgreSQL scenarios (\(settings.duration) s each)…")
+                try PostgreSQLBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
             }
         } catch {
             return fail("\(error)")

@@ -70,7 +70,7 @@ struct HTTPBench {
         try server.start()
         defer { server.stop() }
         let base = "http://127.0.0.1:\(server.port)"
-        try seed(server)
+        try Self.seed(server)
 
         let commits = try RawSQLite.singleRowCommits(
             path: folder.appendingPathComponent("commits.sqlite").path, seconds: 2, synchronous: "FULL")
@@ -168,7 +168,7 @@ struct HTTPBench {
     }
 
     /// Authors, books and tags to read and patch.
-    private func seed(_ server: StrataServerInstance) throws {
+    static func seed(_ server: StrataServerInstance) throws {
         guard let service = server.restService else { throw BenchError("the server has no REST service") }
         let context = service.root.newChildContext()
         let author = try context.insert("Author", values: ["name": .string("Bench Author")])
