@@ -23,14 +23,24 @@ extension PostgreSQLStore {
         return (table, sql, arguments)
     }
 
-    /// The objects of the request's family that match its predicate, unsorted. The predicate is
-    /// evaluated by Strata's own evaluator over the rows read (the same results as the other
-    /// stores by construction); relationship key paths read what they need through `c`.
+    /// The objects of the request's family that match its predicate, unsorted. PostgreSQL reads
+    /// the rows that can match (``PostgreSQLPrefilter``); Strata's own evaluator decides over them
+    /// (the same results as the other stores by construction), relationship key paths reading what
+    /// they need through `c`.
     private func matching(_ request: FetchRequest, _ c: PGConnection) throws -> [StoreRow] {
-        let (table, from, arguments) = try selection(request)
+        var (table, from, arguments) = try selection(request)
         var predicate: FetchPredicate?
-        do {
+        do throws(PredicateError) {
             predicate = try request.predicate?.bound(to: request.entityName, in: model)
+            if let predicate {
+                var prefilter = PostgreSQLPrefilter(
+                    model: model, entity: request.entityName, table: table, storeIdentifier: metadata.identifier,
+                    firstIndex: arguments.count + 1)
+                if let condition = try prefilter.condition(predicate).sql {
+                    from += (arguments.isEmpty ? " WHERE " : " AND ") + "(\(condition))"
+                    arguments += prefilter.arguments
+                }
+            }
         } catch {
             throw StoreError(.invalidRequest, error.message, storeURL: url, entity: request.entityName)
         }
