@@ -40,6 +40,25 @@ enum ServeCommand {
         """
 
     /// Parses options from the environment, then the command line (which wins).
+    /// `STRATA_STORE`'s comma-separated `CONFIG=SPEC` items. A comma starts a new item only when a
+    /// `NAME=` follows it, so a libpq URI listing several hosts (`postgresql://a:5432,b:5432/db`)
+    /// stays whole.
+    static func storeList(_ value: String) -> [String] {
+        var items: [String] = []
+        for piece in value.split(separator: ",", omittingEmptySubsequences: false) {
+            let name = piece.prefix { $0 != "=" }
+            let startsItem =
+                name.count < piece.count && !name.isEmpty
+                && name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" } && !name.contains(":")
+            if startsItem || items.isEmpty {
+                items.append(String(piece))
+            } else {
+                items[items.count - 1] += "," + piece
+            }
+        }
+        return items.filter { !$0.isEmpty }
+    }
+
     static func parse(_ arguments: [String], environment: [String: String]) throws(ServeError) -> (
         ServerOptions, [String]
     ) {
@@ -55,10 +74,11 @@ enum ServeCommand {
         for (variable, option) in twins {
             if let value = environment[variable], !value.isEmpty { pairs.append((option, value)) }
         }
-        for (variable, option) in [("STRATA_MODEL", "--model"), ("STRATA_STORE", "--store")] {
-            if let value = environment[variable], !value.isEmpty {
-                for item in value.split(separator: ",") { pairs.append((option, String(item))) }
-            }
+        if let value = environment["STRATA_MODEL"], !value.isEmpty {
+            for item in value.split(separator: ",") { pairs.append(("--model", String(item))) }
+        }
+        if let value = environment["STRATA_STORE"], !value.isEmpty {
+            for item in storeList(value) { pairs.append(("--store", item)) }
         }
         var commandLineModels: [String] = []
         var commandLineStores: [(String, String)] = []
@@ -116,7 +136,9 @@ enum ServeCommand {
                     let spec = StoreSpec(String(value[value.index(after: equals)...]))
                 else {
                     throw ServeError(
-                        "--store takes CONFIG=sqlite:PATH, CONFIG=memory: or CONFIG=postgresql://…, not '\(value)'")
+                        "--store takes CONFIG=sqlite:PATH, CONFIG=memory: or CONFIG=postgresql://…, not '\(PostgreSQLStore.redacted(value))'"
+                            + (value.contains("postgres")
+                                ? " (several hosts go in the query: postgresql:///db?host=a,b&port=5432,5433)" : ""))
                 }
                 options.stores[String(value[..<equals])] = spec
             case "--max-body-bytes":

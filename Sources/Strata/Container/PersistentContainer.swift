@@ -32,7 +32,9 @@ public struct ContainerLoadError: Error, Sendable, CustomStringConvertible {
     public var underlying: StoreError
 
     public var description: String {
-        "cannot load the \(store.configuration ?? ObjectModel.defaultConfiguration) store at \(store.url?.path ?? "memory"): \(reason)"
+        let location = store.url.map { $0.isFileURL ? $0.path : PGConnection.redacted($0.absoluteString) } ?? "memory"
+        return
+            "cannot load the \(store.configuration ?? ObjectModel.defaultConfiguration) store at \(location): \(reason)"
     }
 }
 
