@@ -60,8 +60,8 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     /// Two servers opening the same store at once create its tables once: creation runs in one
     /// transaction under an advisory lock on the namespace.
     /// - Throws: ``StoreError``: `.unknownConfiguration`, `.io` (cannot connect),
-    ///   `.configurationMismatch`, `.incompatibleModel` (written with another model: PostgreSQL
-    ///   stores are not migrated yet).
+    ///   `.configurationMismatch`, `.incompatibleModel` (written with another model: the
+    ///   coordinator migrates before opening, see ``PostgreSQLMigrator``).
     public init(model: ObjectModel, configuration: String?, url: URL, options: StoreOptions = StoreOptions())
         throws(StoreError)
     {
@@ -80,6 +80,16 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         displayURL = PGConnection.redacted(url.absoluteString)
         pool = PGPool(conninfo: conninfo, limit: poolSize)
         let hashes = model.entityVersionHashes.filter { entities.contains($0.key) }
+        // Written with another model: migrated first when asked to, as SQLite stores are.
+        if options.migrate, !options.readOnly,
+            let pending = try PostgreSQLStoreKind().pendingMigration(
+                model: model,
+                description: StoreDescription(
+                    type: .postgresql, configuration: configuration, url: url, options: options))
+        {
+            let prepared = try pending.prepare()
+            try prepared.commit()
+        }
         let created = StoreMetadata(
             identifier: UUID().uuidString, configuration: configuration, modelVersion: model.version,
             entityHashes: hashes)
@@ -120,7 +130,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             throw StoreError(
                 .incompatibleModel,
                 SQLiteStore.describeDifferences(stored: found.entityHashes, model: hashes)
-                    + "; PostgreSQL stores are not migrated by Strata yet: migrate the data through an SQLite store (strata import or a copy) or with SQL",
+                    + "; open it through a coordinator that migrates (StoreOptions(migrate: true), strata serve or strata migrate)",
                 storeURL: url)
         }
         metadata = found

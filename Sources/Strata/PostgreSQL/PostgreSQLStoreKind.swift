@@ -5,8 +5,9 @@ extension StoreType {
     static var postgresqlKind: any StoreKind { PostgreSQLStoreKind() }
 }
 
-/// PostgreSQL stores: opened from a connection URI, inspected read-only; not migrated or split
-/// by Strata yet (a store written with another model is refused with what differs).
+/// PostgreSQL stores: opened from a connection URI, migrated in one transaction under an advisory
+/// lock (``PostgreSQLMigrator``), inspected read-only; not split (configurations already live in
+/// schemas of their own).
 struct PostgreSQLStoreKind: StoreKind {
     var type: StoreType { .postgresql }
 
@@ -24,10 +25,31 @@ struct PostgreSQLStoreKind: StoreKind {
         ["postgresql", "postgres"].contains(url.scheme?.lowercased() ?? "")
     }
 
-    /// A store written with another model is refused when it is opened, naming what differs.
     func pendingMigration(model: ObjectModel, description: StoreDescription) throws(StoreError)
         -> (any PendingMigration)?
-    { nil }
+    {
+        guard let url = description.url else { return nil }
+        let configuration =
+            description.configuration == ObjectModel.defaultConfiguration ? nil : description.configuration
+        guard let hashes = MigrationPlanner.hashes(of: model, configuration: configuration),
+            let values = try Self.metadataValues(url, configuration: configuration)
+        else { return nil }
+        let found = try SQLiteStore.metadata(from: values, url: url)
+        // A configuration mismatch is reported when the store is opened.
+        guard found.configuration == configuration, found.entityHashes != hashes else { return nil }
+        let plan = SQLiteMigrator.plan(
+            values: values, storedHashes: found.entityHashes, configuration: configuration, model: model,
+            history: description.options.modelHistory, url: url)
+        guard description.options.migrate, !description.options.readOnly else {
+            throw StoreError(
+                .incompatibleModel, SQLiteStore.incompatibility(stored: found.entityHashes, model: hashes, plan: plan),
+                storeURL: url)
+        }
+        guard plan.isPossible else { throw StoreError(.incompatibleModel, plan.refusalMessage, storeURL: url) }
+        return PostgreSQLPendingMigration(
+            url: url, plan: plan, model: model, configuration: configuration, storeIdentifier: found.identifier,
+            sourceHashes: found.entityHashes, targetHashes: hashes)
+    }
 
     /// The metadata the store's namespace holds; nil when it has none yet.
     func storedState(of description: StoreDescription) throws(StoreError) -> StoredState? {
@@ -35,7 +57,9 @@ struct PostgreSQLStoreKind: StoreKind {
         let configuration =
             description.configuration == ObjectModel.defaultConfiguration ? nil : description.configuration
         guard let values = try Self.metadataValues(url, configuration: configuration) else { return nil }
-        return StoredState(metadata: try SQLiteStore.metadata(from: values, url: url), migrationRecord: nil)
+        return StoredState(
+            metadata: try SQLiteStore.metadata(from: values, url: url),
+            migrationRecord: values[SQLiteStore.migrationRecordKey].flatMap(MigrationRecord.init(text:)))
     }
 
     static func metadataValues(_ url: URL, configuration: String?) throws(StoreError) -> [String: String]? {
@@ -50,7 +74,23 @@ struct PostgreSQLStoreKind: StoreKind {
         }
     }
 
-    func forgetMigrationRecord(of description: StoreDescription) throws(StoreError) {}
+    func forgetMigrationRecord(of description: StoreDescription) throws(StoreError) {
+        guard let url = description.url else { return }
+        let configuration =
+            description.configuration == ObjectModel.defaultConfiguration ? nil : description.configuration
+        let (conninfo, namespace, _) = PostgreSQLStore.connection(from: url, configuration: configuration)
+        do {
+            let connection = try PGConnection(conninfo)
+            guard try PostgreSQLStore.metadataValues(connection, namespace: namespace) != nil else { return }
+            try connection.execute(
+                "DELETE FROM \(PostgreSQLSchema.quote(namespace)).\(PostgreSQLSchema.quote(PostgreSQLSchema.metadataTable)) WHERE key = $1",
+                [.text(SQLiteStore.migrationRecordKey)])
+        } catch {
+            throw StoreError(
+                .io, "cannot update the PostgreSQL store \(PGConnection.redacted(url.absoluteString)): \(error)",
+                storeURL: url)
+        }
+    }
 
     func inspect(_ url: URL, model: ObjectModel?, history: [ObjectModel]) throws(StoreError) -> StoreInspection {
         let configuration = url.query.flatMap { query in
@@ -96,7 +136,14 @@ struct PostgreSQLStoreKind: StoreKind {
             }
         }
         guard let model else { return inspection.completed(with: nil, plan: nil) }
-        return inspection.completed(with: model, plan: nil)
+        let hashes = MigrationPlanner.hashes(of: model, configuration: metadata.configuration)
+        let plan =
+            hashes == nil || hashes == metadata.entityHashes
+            ? nil
+            : SQLiteMigrator.plan(
+                values: values, storedHashes: metadata.entityHashes, configuration: metadata.configuration,
+                model: model, history: history, url: url)
+        return inspection.completed(with: model, plan: plan)
     }
 
     func split(

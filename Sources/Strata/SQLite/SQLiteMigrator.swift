@@ -128,21 +128,7 @@ enum SQLiteMigrator {
             }
         }
         // 2. Decide what happens to each join table.
-        var joinActions: [(JoinTableDescription, old: String?, swapped: Bool, keep: Bool)] = []
-        var consumedJoins: Set<String> = []
-        for join in newSchema.joinTables {
-            var source: (String, Bool)?
-            if let oldEntity = mapping.entities[join.sourceEntity],
-                let oldName = mapping.relationships[join.sourceEntity]?[join.sourceRelationship] ?? nil,
-                case .joinTable(let oldJoin, let wasSource)? = step.old.storage(of: oldName, in: oldEntity),
-                oldSchema.joinTables.contains(where: { $0.name == oldJoin.name }), !consumedJoins.contains(oldJoin.name)
-            {
-                source = (oldJoin.name, !wasSource)
-                consumedJoins.insert(oldJoin.name)
-            }
-            let keep = source.map { $0.0 == join.name && !$0.1 } ?? false
-            joinActions.append((join, source?.0, source?.1 ?? false, keep))
-        }
+        let (joinActions, consumedJoins) = joinSources(step: step, oldSchema: oldSchema, newSchema: newSchema)
 
         // 3. Move rebuilt tables out of the way; drop the tables nothing uses any more.
         func dropIndexes(of table: String) throws(SQLiteError) {
@@ -243,8 +229,33 @@ enum SQLiteMigrator {
         }
     }
 
+    /// Where each join table of `newSchema` takes its rows from: the old join table (and whether
+    /// its source and target columns swap), and whether it is the old one kept as it is; and the
+    /// old join tables used.
+    static func joinSources(step: MigrationStep, oldSchema: SQLiteSchema, newSchema: SQLiteSchema) -> (
+        [(JoinTableDescription, old: String?, swapped: Bool, keep: Bool)], Set<String>
+    ) {
+        var joinActions: [(JoinTableDescription, old: String?, swapped: Bool, keep: Bool)] = []
+        var consumedJoins: Set<String> = []
+        let mapping = step.mapping
+        for join in newSchema.joinTables {
+            var source: (String, Bool)?
+            if let oldEntity = mapping.entities[join.sourceEntity],
+                let oldName = mapping.relationships[join.sourceEntity]?[join.sourceRelationship] ?? nil,
+                case .joinTable(let oldJoin, let wasSource)? = step.old.storage(of: oldName, in: oldEntity),
+                oldSchema.joinTables.contains(where: { $0.name == oldJoin.name }), !consumedJoins.contains(oldJoin.name)
+            {
+                source = (oldJoin.name, !wasSource)
+                consumedJoins.insert(oldJoin.name)
+            }
+            let keep = source.map { $0.0 == join.name && !$0.1 } ?? false
+            joinActions.append((join, source?.0, source?.1 ?? false, keep))
+        }
+        return (joinActions, consumedJoins)
+    }
+
     /// Where the values of `column` come from for rows of new entity `entity`.
-    private static func source(
+    static func source(
         of column: SQLiteSchema.Column, for entity: String, step: MigrationStep, newSchema: SQLiteSchema
     ) -> MigrationMapping.Source {
         guard (newSchema.columnsByEntity[entity] ?? []).contains(where: { $0.name == column.name }) else {
