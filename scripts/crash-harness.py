@@ -14,7 +14,12 @@ Deterministic mode (--points): a debug build's STRATA_CRASH_AT kills the server 
 of a save across three stores (after the commit point, between the other commits) and of the
 recovery after it; after a restart without it the save must be complete.
 
+With --postgresql (run under Debian's pg_virtualenv, or with PGHOST, PGPORT, PGUSER, PGPASSWORD and
+PGDATABASE set), the first configuration of each model lives in PostgreSQL: the Catalog of the random
+mode, the Orders of the crash points, so the saves cross a PostgreSQL and SQLite stores.
+
 Usage: scripts/crash-harness.py [--binary .build/debug/strata] [--cycles 20] [--seed N] [--points]
+                                [--postgresql]
 Prints one line per cycle and ends with "crash harness: N cycles, N failures"; exits 1 on failure.
 """
 
@@ -43,11 +48,13 @@ def free_port():
 class Server:
     """One `strata serve` process on a data folder."""
 
-    def __init__(self, binary, data, port, model=None, env=None):
+    def __init__(self, binary, data, port, model=None, env=None, stores=()):
         self.port = port
         args = [binary, "serve", "--port", str(port), "--data-dir", data]
         if model:
             args += ["--model", model]
+        for store in stores:
+            args += ["--store", store]
         self.log = open(os.path.join(data, "server.log"), "ab")
         environment = dict(os.environ)
         environment.pop("STRATA_CRASH_AT", None)
@@ -128,6 +135,26 @@ def writer(port, ledger, stop, kind):
             time.sleep(0.005)
 
 
+class PostgreSQL:
+    """The server of the environment (pg_virtualenv's variables), one schema per data folder."""
+
+    def __init__(self):
+        e = os.environ
+        self.base = "postgresql://%s@%s:%s/%s" % (e["PGUSER"], e["PGHOST"], e["PGPORT"], e["PGDATABASE"])
+
+    def store(self, configuration, schema):
+        return "%s=%s?schema=%s" % (configuration, self.base, schema)
+
+    def query(self, sql):
+        out = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                             capture_output=True, text=True, check=True).stdout
+        return [line for line in out.split("\n") if line]
+
+
+def schema_for(data):
+    return "crash_" + os.path.basename(data).replace("-", "_").lower()
+
+
 def read_only(path):
     return sqlite3.connect("file:%s?mode=ro" % path, uri=True)
 
@@ -139,17 +166,26 @@ def integrity(path):
         return db.execute("PRAGMA integrity_check").fetchone()[0]
 
 
-def check_example(data, ledger):
+def check_example(data, ledger, pg=None):
     problems = []
     catalog = os.path.join(data, "catalog.sqlite")
     activity = os.path.join(data, "activity.sqlite")
-    for path in (catalog, activity):
+    for path in (activity,) if pg else (catalog, activity):
         result = integrity(path)
         if result != "ok":
             problems.append("%s: integrity_check says %s" % (os.path.basename(path), result))
-    with read_only(catalog) as db:
-        authors = {row[0][2:] for row in db.execute("SELECT name FROM Author WHERE name LIKE 'b-%'")}
-        tags = {row[0][2:] for row in db.execute("SELECT name FROM Tag WHERE name LIKE 't-%'")}
+    if pg:
+        schema = schema_for(data)
+        def names(table, column, prefix):
+            return {row[2:] for row in pg.query(
+                "SELECT convert_from(\"%s\", 'UTF8') FROM \"%s\".\"%s\" WHERE convert_from(\"%s\", 'UTF8') LIKE '%s%%'"
+                % (column, schema, table, column, prefix))}
+        authors = names("Author", "name", "b-")
+        tags = names("Tag", "name", "t-")
+    else:
+        with read_only(catalog) as db:
+            authors = {row[0][2:] for row in db.execute("SELECT name FROM Author WHERE name LIKE 'b-%'")}
+            tags = {row[0][2:] for row in db.execute("SELECT name FROM Tag WHERE name LIKE 't-%'")}
     with read_only(activity) as db:
         logs = {row[0][2:] for row in db.execute("SELECT query FROM SearchLog WHERE query LIKE 'b-%'")}
     for marker in sorted(ledger.batches - (authors & logs)):
@@ -162,14 +198,15 @@ def check_example(data, ledger):
     return problems, len(authors & logs), len(tags)
 
 
-def random_cycles(binary, cycles, rng, connections):
+def random_cycles(binary, cycles, rng, connections, pg=None):
     failures = 0
     recoveries = 0
     data = tempfile.mkdtemp(prefix="strata-crash-")
+    stores = [pg.store("Catalog", schema_for(data))] if pg else []
     ledger = Ledger()
     for cycle in range(1, cycles + 1):
         port = free_port()
-        server = Server(binary, data, port)
+        server = Server(binary, data, port, stores=stores)
         if not server.wait_ready():
             print("cycle %d: FAILED: the server did not become ready after the restart" % cycle)
             server.kill()
@@ -188,12 +225,12 @@ def random_cycles(binary, cycles, rng, connections):
         # Restart: recovery runs before /ready answers 200.
         port = free_port()
         log_size = os.path.getsize(os.path.join(data, "server.log"))
-        server = Server(binary, data, port)
+        server = Server(binary, data, port, stores=stores)
         ready = server.wait_ready()
         with open(os.path.join(data, "server.log"), "rb") as f:
             f.seek(log_size)
             recovered = sum(1 for line in f if b"recovery: finished" in line)
-        problems, batches, tags = check_example(data, ledger)
+        problems, batches, tags = check_example(data, ledger, pg)
         if not ready:
             problems.append("the server did not become ready after the restart")
         server.stop()
@@ -226,7 +263,7 @@ THREE_STORES = {
 }
 
 
-def point_cycles(binary):
+def point_cycles(binary, pg=None):
     """Each crash point of a save across three stores, and a crash during the recovery after it."""
     failures = 0
     scenarios = [("after-commit-point", None), ("between-commits", None),
@@ -237,8 +274,19 @@ def point_cycles(binary):
         with open(model, "w") as f:
             json.dump(THREE_STORES, f)
         problems = []
+        stores = [pg.store("Orders", schema_for(data))] if pg else []
+
+        def count(name, table, marker=None):
+            if pg and name == "orders":
+                where = " WHERE convert_from(code, 'UTF8') = '%s'" % marker if marker else ""
+                return int(pg.query('SELECT count(*) FROM "%s"."%s"%s' % (schema_for(data), table, where))[0])
+            with read_only(os.path.join(data, name + ".sqlite")) as db:
+                if marker:
+                    return db.execute('SELECT count(*) FROM "%s" WHERE code = ?' % table, (marker,)).fetchone()[0]
+                return db.execute('SELECT count(*) FROM "%s"' % table).fetchone()[0]
+
         port = free_port()
-        server = Server(binary, data, port, model=model, env={"STRATA_CRASH_AT": point})
+        server = Server(binary, data, port, model=model, env={"STRATA_CRASH_AT": point}, stores=stores)
         if not server.wait_ready():
             problems.append("the server did not start")
         marker = uuid.uuid4().hex[:12]
@@ -258,28 +306,25 @@ def point_cycles(binary):
             problems.append("the server ended with %s, not SIGKILL" % server.process.returncode)
         counts = {}
         for name in ("orders", "audits", "gauges"):
-            with read_only(os.path.join(data, name + ".sqlite")) as db:
-                table = {"orders": "Order", "audits": "Audit", "gauges": "Gauge"}[name]
-                counts[name] = db.execute('SELECT count(*) FROM "%s"' % table).fetchone()[0]
+            counts[name] = count(name, {"orders": "Order", "audits": "Audit", "gauges": "Gauge"}[name])
         if recovery_point:
             port = free_port()
-            server = Server(binary, data, port, model=model, env={"STRATA_CRASH_AT": recovery_point})
+            server = Server(binary, data, port, model=model, env={"STRATA_CRASH_AT": recovery_point}, stores=stores)
             server.process.wait()
             server.log.close()
             if server.process.returncode != -signal.SIGKILL:
                 problems.append("the recovery did not stop at %s (%s)" % (recovery_point, server.process.returncode))
         port = free_port()
-        server = Server(binary, data, port, model=model)
+        server = Server(binary, data, port, model=model, stores=stores)
         if not server.wait_ready():
             problems.append("the server did not become ready after the restart")
         server.stop()
         finished = {}
         for name, table in (("orders", "Order"), ("audits", "Audit"), ("gauges", "Gauge")):
             path = os.path.join(data, name + ".sqlite")
-            if integrity(path) != "ok":
+            if not (pg and name == "orders") and integrity(path) != "ok":
                 problems.append("%s fails integrity_check" % name)
-            with read_only(path) as db:
-                finished[name] = db.execute('SELECT count(*) FROM "%s" WHERE code = ?' % table, (marker,)).fetchone()[0]
+            finished[name] = count(name, table, marker)
         if set(finished.values()) != {1}:
             problems.append("after the restart the save is %s" % finished)
         if sorted(counts.values()) == [1, 1, 1] or sorted(counts.values()) == [0, 0, 0]:
@@ -288,8 +333,8 @@ def point_cycles(binary):
             if b"recovery: finished 1 interrupted save" not in f.read():
                 problems.append("the server log does not say what the recovery finished")
         label = point + (" then " + recovery_point if recovery_point else "")
-        print("point %d (%s): %s: left %s, after restart %s"
-              % (cycle, label, "ok" if not problems else "FAILED", counts, finished))
+        print("point %d (%s%s): %s: left %s, after restart %s"
+              % (cycle, label, ", Orders in PostgreSQL" if pg else "", "ok" if not problems else "FAILED", counts, finished))
         for problem in problems:
             print("    " + problem)
         if problems:
@@ -304,14 +349,17 @@ def main():
     parser.add_argument("--connections", type=int, default=6)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--points", action="store_true", help="also run the deterministic crash points")
+    parser.add_argument("--postgresql", action="store_true",
+                        help="the first configuration in PostgreSQL (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE)")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
-    print("crash harness: %s, seed %d" % (args.binary, seed))
+    pg = PostgreSQL() if args.postgresql else None
+    print("crash harness: %s, seed %d%s" % (args.binary, seed, ", Catalog and Orders in PostgreSQL" if pg else ""))
     rng = random.Random(seed)
-    failures = random_cycles(args.binary, args.cycles, rng, args.connections)
+    failures = random_cycles(args.binary, args.cycles, rng, args.connections, pg)
     cycles = args.cycles
     if args.points:
-        point_failures, points = point_cycles(args.binary)
+        point_failures, points = point_cycles(args.binary, pg)
         failures += point_failures
         cycles += points
     print("crash harness: %d cycles, %d failures" % (cycles, failures))
