@@ -7,7 +7,9 @@
 #   3. openapi-python-client generates a client, which is installed into .venv and runs a round
 #      trip (scripts/client_roundtrip.py);
 #   4. openapi-generator-cli generates the python and typescript-fetch clients without errors;
-#   5. schemathesis runs its default checks over every operation (scripts/schemathesis.toml);
+#   5. schemathesis runs its default checks over every operation (scripts/schemathesis.toml),
+#      then again against a second server whose Catalog store is in PostgreSQL (a pg_virtualenv
+#      cluster);
 #   6. scripts/model-checks.py serves every Core Data model fixture (and the real models, when
 #      present) on servers of its own;
 #   7. scripts/coredata-import-checks.py imports stores Core Data wrote, killed along the way;
@@ -160,6 +162,32 @@ schemathesis() {
         --generation-database none "${seed[@]}"
 }
 check "schemathesis: default checks over every operation" schemathesis
+
+# The same run against a server with the Catalog in PostgreSQL, on a throwaway pg_virtualenv
+# cluster (password authentication over TCP, as a real deployment would).
+schemathesis_postgresql() {
+    command -v pg_virtualenv >/dev/null || { echo "pg_virtualenv is missing: apt-get install postgresql"; return 1; }
+    local pg_port
+    pg_port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+    mkdir -p "$work/pg-data"
+    chmod 777 "$work/pg-data"
+    cat >"$work/pg-run.sh" <<SH
+set -u
+"$binary" serve --port $pg_port --data-dir "$work/pg-data" --durability normal \
+    --store "Catalog=postgresql://\$PGUSER@\$PGHOST:\$PGPORT/\$PGDATABASE?schema=schemathesis" >"$work/pg-server.log" 2>&1 &
+pid=\$!
+for _ in \$(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$pg_port/ready" && break; sleep 0.1; done
+curl -s "http://127.0.0.1:$pg_port/" | grep -q '"type":"postgresql"' || { echo "the Catalog store is not in PostgreSQL"; cat "$work/pg-server.log"; kill \$pid; exit 1; }
+timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run openapi.yaml --url "http://127.0.0.1:$pg_port" \
+    --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-25}" --request-timeout 10 --no-color --generation-database none
+status=\$?
+kill -TERM \$pid
+wait \$pid
+exit \$status
+SH
+    pg_virtualenv bash "$work/pg-run.sh"
+}
+check "schemathesis: the same with the Catalog store in PostgreSQL" schemathesis_postgresql
 # Core Data models served as they are: the fixtures and, where present, the real models of public
 # apps (each on a server of its own; see the script).
 check "Core Data models: load, serve, create every entity, schemathesis on the fixtures" python3 scripts/model-checks.py
