@@ -9,7 +9,7 @@
 #   4. openapi-generator-cli generates the python and typescript-fetch clients without errors;
 #   5. schemathesis runs its default checks over every operation (scripts/schemathesis.toml),
 #      then again against a second server whose Catalog store is in PostgreSQL (a pg_virtualenv
-#      cluster);
+#      cluster), and against a server with bearer tokens and the document that declares them;
 #   6. scripts/model-checks.py serves every Core Data model fixture (and the real models, when
 #      present) on servers of its own;
 #   7. scripts/coredata-import-checks.py imports stores Core Data wrote, killed along the way;
@@ -188,6 +188,31 @@ SH
     pg_virtualenv bash "$work/pg-run.sh"
 }
 check "schemathesis: the same with the Catalog store in PostgreSQL" schemathesis_postgresql
+
+# A server with bearer tokens: its document (strata openapi --bearer) declares the scheme and 401/403;
+# schemathesis sends the token, and its ignored_auth check sends none and expects 401.
+schemathesis_bearer() {
+    local bearer_port secret pid status
+    bearer_port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+    secret=$("$venv/bin/python" -c 'import secrets; print(secrets.token_hex(20))')
+    "$binary" openapi --bearer >"$work/bearer.yaml" || return 1
+    "$venv/bin/openapi-spec-validator" "$work/bearer.yaml" || return 1
+    "$binary" serve --port "$bearer_port" --data-dir "$work/bearer-data" --durability normal \
+        --token "schemathesis:read,write,admin:$secret" >"$work/bearer-server.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$bearer_port/ready" && break; sleep 0.1; done
+    curl -s "http://127.0.0.1:$bearer_port/openapi.yaml" | cmp -s - "$work/bearer.yaml" \
+        || { echo "the served document is not strata openapi --bearer"; kill $pid; return 1; }
+    timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run "$work/bearer.yaml" \
+        --url "http://127.0.0.1:$bearer_port" -H "Authorization: Bearer $secret" \
+        --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-25}" --request-timeout 10 --no-color --generation-database none
+    status=$?
+    grep -q "$secret" "$work/bearer-server.log" && { echo "the server log shows the secret"; status=1; }
+    kill -TERM $pid
+    wait $pid
+    return $status
+}
+check "schemathesis: a server with bearer tokens, its document declaring them" schemathesis_bearer
 # Core Data models served as they are: the fixtures and, where present, the real models of public
 # apps (each on a server of its own; see the script).
 check "Core Data models: load, serve, create every entity, schemathesis on the fixtures" python3 scripts/model-checks.py

@@ -18,6 +18,9 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// The client's IP address, e.g. `"127.0.0.1"` or `"::1"`; empty when unknown.
     public var remoteAddress: String
+    /// What the server's own layers attach on the way in (the name and scopes of the bearer
+    /// token that authenticated it); never taken from the client.
+    public var attributes: [String: String] = [:]
 
     /// Creates a request; the server builds these, and tests or batch handlers may too.
     /// - Parameters:

@@ -6,19 +6,23 @@ import StrataServer
 /// model, the same one the server answers at `/openapi.yaml` and `/openapi.json`.
 enum OpenAPICommand {
     static let usage = """
-        usage: strata openapi [--model PATH ...] [--format yaml|json]
+        usage: strata openapi [--model PATH ...] [--format yaml|json] [--bearer [--private-openapi]]
 
         Prints the OpenAPI 3.0.3 document of the REST API that `strata serve` derives from the model.
 
           --model PATH       model file: JSON, .xcdatamodel or .xcdatamodeld; repeatable
                              (STRATA_MODEL, comma-separated; default: the embedded example model)
           --format FORMAT    yaml (the default) or json
+          --bearer           the document of a server with tokens (strata serve --token): the bearer
+                             scheme declared, 401 and 403 on every operation but /live and /ready
+          --private-openapi  with --bearer: the document itself needs a token too
           --help             this text
         """
 
     static func run(_ arguments: [String]) -> Int32 {
         var paths: [String] = []
         var format = "yaml"
+        var access = OpenAPIAccess.anonymous
         var index = 0
         while index < arguments.count {
             var name = arguments[index]
@@ -31,6 +35,8 @@ enum OpenAPICommand {
             case "--help", "-h":
                 print(usage)
                 return 0
+            case "--bearer": access.bearer = true
+            case "--private-openapi": access.privateDocument = true
             case "--model", "--format":
                 if value == nil {
                     guard index + 1 < arguments.count else {
@@ -62,7 +68,13 @@ enum OpenAPICommand {
             printError("strata openapi: \(error)")
             return 1
         }
-        let text = format == "json" ? OpenAPIGenerator.json(for: model) : OpenAPIGenerator.yaml(for: model)
+        if access.privateDocument && !access.bearer {
+            printError("strata openapi: --private-openapi goes with --bearer")
+            return 64
+        }
+        let text =
+            format == "json"
+            ? OpenAPIGenerator.json(for: model, access: access) : OpenAPIGenerator.yaml(for: model, access: access)
         FileHandle.standardOutput.write(Data(text.utf8))
         return 0
     }

@@ -13,7 +13,8 @@ enum ServeCommand {
 
         Serves every entity of the model as a REST resource. Each option has an environment twin.
 
-          --host ADDRESS          address to listen on (STRATA_HOST, default 127.0.0.1)
+          --host ADDRESS          address to listen on (STRATA_HOST, default 127.0.0.1); any other than
+                                  loopback needs tokens or --allow-anonymous
           --port PORT             port, 0 for any free one (STRATA_PORT, default 8080)
           --data-dir DIR          folder of the default SQLite stores (STRATA_DATA_DIR, default ./data)
           --model PATH            model file: JSON, .xcdatamodel or .xcdatamodeld; repeatable
@@ -31,6 +32,16 @@ enum ServeCommand {
           --migrate, --no-migrate migrate stores written with an older model when loading them, all
                                   together or none (STRATA_MIGRATE=true|false, default on); an
                                   .xcdatamodeld model's versions are the steps
+          --token NAME:SCOPES:SECRET
+                                  a bearer token; scopes read, write (includes read), admin (/metrics,
+                                  store locations in /), comma-separated; the secret at least 16
+                                  characters or sha256:HEX; repeatable. With any token, entity routes
+                                  need one (401, 403); /live and /ready stay open
+          --tokens-file PATH      one token per line, # for comments; re-read on SIGHUP
+                                  (STRATA_TOKENS_FILE)
+          --allow-anonymous       serve an address other than loopback without tokens
+                                  (STRATA_ALLOW_ANONYMOUS=1); without it such a server refuses to start
+          --private-openapi       the OpenAPI document needs a read token too (STRATA_PRIVATE_OPENAPI=1)
           --help                  this text
 
         The default stores are <data-dir>/<configuration>.sqlite, one per configuration of the model.
@@ -39,10 +50,9 @@ enum ServeCommand {
         SIGTERM or SIGINT stops accepting, finishes requests in flight, closes the stores and exits 0.
         """
 
-    /// Parses options from the environment, then the command line (which wins).
     /// `STRATA_STORE`'s comma-separated `CONFIG=SPEC` items. A comma starts a new item only when a
-    /// `NAME=` follows it, so a libpq URI listing several hosts (`postgresql://a:5432,b:5432/db`)
-    /// stays whole.
+    /// `NAME=` follows it, so a libpq URI listing several hosts (`postgresql:///db?host=a,b`) stays
+    /// whole.
     static func storeList(_ value: String) -> [String] {
         var items: [String] = []
         for piece in value.split(separator: ",", omittingEmptySubsequences: false) {
@@ -59,6 +69,7 @@ enum ServeCommand {
         return items.filter { !$0.isEmpty }
     }
 
+    /// Parses options from the environment, then the command line (which wins).
     static func parse(_ arguments: [String], environment: [String: String]) throws(ServeError) -> (
         ServerOptions, [String]
     ) {
@@ -69,7 +80,8 @@ enum ServeCommand {
             ("STRATA_HOST", "--host"), ("STRATA_PORT", "--port"), ("STRATA_DATA_DIR", "--data-dir"),
             ("STRATA_MAX_BODY_BYTES", "--max-body-bytes"), ("STRATA_MAX_CONNECTIONS", "--max-connections"),
             ("STRATA_LOG_FORMAT", "--log-format"), ("STRATA_DURABILITY", "--durability"),
-            ("STRATA_MIGRATE", "--migrate"),
+            ("STRATA_MIGRATE", "--migrate"), ("STRATA_TOKENS_FILE", "--tokens-file"),
+            ("STRATA_ALLOW_ANONYMOUS", "--allow-anonymous"), ("STRATA_PRIVATE_OPENAPI", "--private-openapi"),
         ]
         for (variable, option) in twins {
             if let value = environment[variable], !value.isEmpty { pairs.append((option, value)) }
@@ -97,9 +109,14 @@ enum ServeCommand {
                 index += 1
                 continue
             }
+            if name == "--allow-anonymous" || name == "--private-openapi" {
+                pairs.append((name, value ?? "true"))
+                index += 1
+                continue
+            }
             let known = [
                 "--host", "--port", "--data-dir", "--model", "--store", "--max-body-bytes", "--max-connections",
-                "--log-format", "--durability",
+                "--log-format", "--durability", "--token", "--tokens-file",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -161,12 +178,18 @@ enum ServeCommand {
                     throw ServeError("--durability is full or normal, not '\(value)'")
                 }
                 options.durability = durability
-            case "--migrate":
+            case "--migrate", "--allow-anonymous", "--private-openapi":
                 guard let flag = ["true": true, "1": true, "yes": true, "false": false, "0": false, "no": false][value]
                 else {
-                    throw ServeError("--migrate is true or false, not '\(value)'")
+                    throw ServeError("\(name) is true or false, not '\(value)'")
                 }
-                options.migrate = flag
+                switch name {
+                case "--migrate": options.migrate = flag
+                case "--allow-anonymous": options.allowAnonymous = flag
+                default: options.privateOpenAPI = flag
+                }
+            case "--token": options.tokens.append(value)
+            case "--tokens-file": options.tokensFile = value
             default: break
             }
         }
@@ -215,8 +238,21 @@ enum ServeCommand {
         printError(
             "strata serve: \(model.name) on http://\(options.host):\(server.port) (stores: \(options.storeDescriptions(for: model).map { "\($0.configuration ?? ObjectModel.defaultConfiguration)=\($0.url?.path ?? "memory")" }.joined(separator: ", ")))"
         )
+        if let reason = server.accessSummary { printError("strata serve: \(reason)") }
         let stopped = DispatchSemaphore(value: 0)
         var sources: [any DispatchSourceSignal] = []
+        signal(SIGHUP, SIG_IGN)
+        let hangUp = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        hangUp.setEventHandler {
+            do throws(ServeError) {
+                let count = try server.reloadTokens()
+                printError("strata serve: SIGHUP: \(count) token\(count == 1 ? "" : "s") in force")
+            } catch {
+                printError("strata serve: SIGHUP: \(error.message); the tokens in force stay")
+            }
+        }
+        hangUp.resume()
+        sources.append(hangUp)
         for signalNumber in [SIGTERM, SIGINT] {
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler { stopped.signal() }

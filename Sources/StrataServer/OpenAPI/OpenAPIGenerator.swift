@@ -11,18 +11,18 @@ import Strata
 /// sorted.
 public enum OpenAPIGenerator {
     /// The document as a JSON value.
-    public static func document(for model: ObjectModel) -> JSONValue {
-        OpenAPIBuilder.document(for: model).json
+    public static func document(for model: ObjectModel, access: OpenAPIAccess = .anonymous) -> JSONValue {
+        OpenAPIBuilder.secured(OpenAPIBuilder.document(for: model), access).json
     }
 
     /// The document as indented JSON text, ending in a newline.
-    public static func json(for model: ObjectModel) -> String {
-        OpenAPIBuilder.document(for: model).prettyJSON
+    public static func json(for model: ObjectModel, access: OpenAPIAccess = .anonymous) -> String {
+        OpenAPIBuilder.secured(OpenAPIBuilder.document(for: model), access).prettyJSON
     }
 
     /// The document as YAML text, ending in a newline.
-    public static func yaml(for model: ObjectModel) -> String {
-        OpenAPIYAML.text(OpenAPIBuilder.document(for: model))
+    public static func yaml(for model: ObjectModel, access: OpenAPIAccess = .anonymous) -> String {
+        OpenAPIYAML.text(OpenAPIBuilder.secured(OpenAPIBuilder.document(for: model), access))
     }
 }
 

@@ -338,7 +338,9 @@ extension RESTService {
 
     // MARK: - System
 
-    func indexDocument() -> JSONValue {
+    /// The service index; without `detailed`, stores are listed without their location and
+    /// server version (what only an `admin` token sees when tokens are in force).
+    func indexDocument(detailed: Bool = true) -> JSONValue {
         let stores = reads.storeSummaries
         var entities: [JSONValue] = []
         for entity in model.entities {
@@ -355,8 +357,8 @@ extension RESTService {
             .object([
                 "id": .string(store.identifier), "type": .string(store.type.rawValue),
                 "configuration": .string(store.configuration ?? ObjectModel.defaultConfiguration),
-                "url": store.location.map { .string($0) } ?? .null,
-                "serverVersion": store.serverVersion.map { .string($0) } ?? .null,
+                "url": detailed ? store.location.map { .string($0) } ?? .null : .null,
+                "serverVersion": detailed ? store.serverVersion.map { .string($0) } ?? .null : .null,
                 "entities": .array(store.entityNames.map { .string($0) }),
             ])
         }

@@ -222,7 +222,9 @@ public final class RESTService: Sendable {
             throw Problem.methodNotAllowed(request.method, allowed: route.allowed)
         }
         switch route {
-        case .index: return json(200, indexDocument())
+        case .index:
+            let scopes = request.attributes["scopes"]
+            return json(200, indexDocument(detailed: scopes.map { $0.contains("admin") } ?? true))
         case .live: return json(200, .object(["status": .string("live")]))
         case .ready: return json(200, .object(["status": .string("ready")]))
         case .metrics:

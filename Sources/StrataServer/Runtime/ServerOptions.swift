@@ -68,6 +68,14 @@ public struct ServerOptions: Sendable {
     public var migrate = true
     /// Earlier model versions, oldest first, that a migration steps through.
     public var modelHistory: [ObjectModel] = []
+    /// Bearer tokens, each `NAME:SCOPE[,SCOPE]:SECRET` (see ``AccessToken``).
+    public var tokens: [String] = []
+    /// A file of more tokens, one per line, re-read by ``StrataServerInstance/reloadTokens()``.
+    public var tokensFile: String?
+    /// Serve a non-loopback address without any token.
+    public var allowAnonymous = false
+    /// The OpenAPI document needs a `read` token too.
+    public var privateOpenAPI = false
 
     /// Default options.
     public init() {}

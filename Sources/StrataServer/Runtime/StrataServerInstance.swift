@@ -16,6 +16,8 @@ public final class StrataServerInstance: Sendable {
     private let coordinator: Locked<StoreCoordinator?> = Locked(nil)
     private let metrics = Metrics()
     private let log: @Sendable (String) -> Void
+    /// Who may do what, or why the tokens given cannot be used.
+    private let access: Result<AccessControl, ServeError>
 
     /// Prepares a server for `model`.
     /// - Parameter log: receives one access-log line per request (stderr by default).
@@ -32,16 +34,42 @@ public final class StrataServerInstance: Sendable {
         let metrics = self.metrics
         let logLine = self.log
         let format = options.logFormat
+        do throws(ServeError) {
+            access = .success(
+                try AccessControl(
+                    tokens: options.tokens, file: options.tokensFile, privateOpenAPI: options.privateOpenAPI))
+        } catch {
+            access = .failure(error)
+        }
+        let control = try? access.get()
         /// Writes the access-log line of `response`, answered `begin` nanoseconds into uptime.
         let logged: @Sendable (HTTPRequest, HTTPResponse, UInt64) -> HTTPResponse = { request, response, begin in
             let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
             logLine(StrataServerInstance.accessLine(request, response, milliseconds, format: format))
             return response
         }
+        /// The request on behalf of its token, or the answer refusing it.
+        let authorized: @Sendable (HTTPRequest) -> (HTTPRequest, HTTPResponse?) = { request in
+            guard let control else { return (request, nil) }
+            switch control.decide(request) {
+            case .open: return (request, nil)
+            case .denied(let response, let token):
+                var request = request
+                request.attributes["token"] = token
+                return (request, response)
+            case .allowed(let token):
+                var request = request
+                request.attributes["token"] = token.name
+                request.attributes["scopes"] = token.scopes.sorted().map(\.rawValue).joined(separator: ",")
+                return (request, nil)
+            }
+        }
         http = HTTPServer(
             configuration: configuration,
-            handler: { request in
+            handler: { incoming in
                 let begin = DispatchTime.now().uptimeNanoseconds
+                let (request, refusal) = authorized(incoming)
+                if let refusal { return logged(request, refusal, begin) }
                 let response =
                     service.withLock({ $0 })?.handle(request)
                     ?? StrataServerInstance.notReady(request, metrics: metrics)
@@ -58,9 +86,14 @@ public final class StrataServerInstance: Sendable {
                 // Until the stores load every answer is a constant.
                 service.withLock({ $0 })?.dispatch(for: request) ?? .inline
             },
-            deferred: { request, responder in
+            deferred: { incoming, responder in
                 let begin = DispatchTime.now().uptimeNanoseconds
+                let (request, refusal) = authorized(incoming)
                 let respond: @Sendable (HTTPResponse) -> Void = { responder.respond(logged(request, $0, begin)) }
+                if let refusal {
+                    respond(refusal)
+                    return
+                }
                 guard let ready = service.withLock({ $0 }) else {
                     respond(StrataServerInstance.notReady(request, metrics: metrics))
                     return
@@ -78,7 +111,14 @@ public final class StrataServerInstance: Sendable {
     /// Starts listening, then loads the stores.
     /// - Throws: ``ServeError`` for a port that cannot be bound or a store that cannot be loaded.
     public func start() throws(ServeError) {
+        let control = try access.get()
+        if !control.isEnabled, !options.allowAnonymous, !Self.isLoopback(options.host) {
+            throw ServeError(
+                "refusing to serve \(options.host) without access tokens, which would let anyone who reaches the port change everything: give tokens (--token NAME:read,write:SECRET or STRATA_TOKENS_FILE), or allow anonymous access (--allow-anonymous or STRATA_ALLOW_ANONYMOUS=1)"
+            )
+        }
         for warning in model.warnings { log("strata: model warning: \(warning)") }
+        let openAPIAccess = OpenAPIAccess(bearer: control.isEnabled, privateDocument: options.privateOpenAPI)
         do {
             try http.start()
         } catch {
@@ -94,7 +134,13 @@ public final class StrataServerInstance: Sendable {
         do {
             let rest = try RESTService(
                 root: ObjectContext(coordinator: container.coordinator), reads: container.coordinator, metrics: metrics,
-                openAPI: { [document = (OpenAPIGenerator.json(for: model), OpenAPIGenerator.yaml(for: model))] in
+                openAPI: {
+                    [
+                        document = (
+                            OpenAPIGenerator.json(for: model, access: openAPIAccess),
+                            OpenAPIGenerator.yaml(for: model, access: openAPIAccess)
+                        )
+                    ] in
                     document
                 })
             coordinator.withLock { $0 = container.coordinator }
@@ -113,6 +159,28 @@ public final class StrataServerInstance: Sendable {
             for store in container.coordinator.stores { container.coordinator.remove(store) }
             throw ServeError(error.detail)
         }
+    }
+
+    /// One line on who may use the server: the tokens in force (by name), or anonymous access.
+    public var accessSummary: String? {
+        guard let control = try? access.get() else { return nil }
+        let names = control.tokenNames
+        if names.isEmpty { return "anonymous access: anyone who reaches the port may read and change everything" }
+        return "access: bearer tokens \(names.joined(separator: ", "))"
+            + (control.file.map { " (\($0) re-read on SIGHUP)" } ?? "")
+    }
+
+    /// Re-reads the tokens file (SIGHUP); on an error the tokens in force stay.
+    /// - Returns: how many tokens are in force.
+    @discardableResult
+    public func reloadTokens() throws(ServeError) -> Int {
+        try access.get().reload()
+    }
+
+    /// Whether `host` is a loopback address (only this machine reaches it).
+    static func isLoopback(_ host: String) -> Bool {
+        let trimmed = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return trimmed == "localhost" || trimmed == "::1" || trimmed.hasPrefix("127.")
     }
 
     /// Stops accepting connections, lets in-flight requests finish, and closes the stores.
@@ -165,11 +233,12 @@ public final class StrataServerInstance: Sendable {
                 "time": .string(AttributeValue.formatDate(Date())), "remote": .string(request.remoteAddress),
                 "method": .string(request.method), "path": .string(request.path + query),
                 "status": .integer(Int64(response.status)), "bytes": .integer(Int64(response.body.count)),
-                "ms": .double(duration),
+                "ms": .double(duration), "token": request.attributes["token"].map { .string($0) } ?? .null,
             ]).jsonText
         }
+        let token = request.attributes["token"].map { " token=\($0)" } ?? ""
         return
-            "\(request.remoteAddress) \"\(request.method) \(request.path)\(query)\" \(response.status) \(response.body.count) \(duration)ms"
+            "\(request.remoteAddress) \"\(request.method) \(request.path)\(query)\" \(response.status) \(response.body.count) \(duration)ms\(token)"
     }
 }
 
