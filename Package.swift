@@ -26,7 +26,10 @@ let package = Package(
             providers: [.apt(["libpq-dev"])]
         ),
         // Persistence: models, stores, coordinator, contexts. No HTTP.
-        .target(name: "Strata", dependencies: ["CSQLite", "CLibPQ"]),
+        // `_FoundationICU` is the toolchain's ICU, which Foundation already links; `MATCHES`
+        // calls its regular expressions directly for their step limit.
+        .target(
+            name: "Strata", dependencies: ["CSQLite", "CLibPQ"], linkerSettings: [.linkedLibrary("_FoundationICU")]),
         // The libmicrohttpd wrapper: requests in, responses out. Imports no Strata module.
         .target(name: "StrataHTTP", dependencies: ["CMicroHTTPD"]),
         // REST, OpenAPI and the server runtime over the two.

@@ -42,6 +42,10 @@ public struct HTTPRequest: Sendable {
         self.remoteAddress = remoteAddress
     }
 
+    /// Which limit the request broke, for the server's `tooLarge` handler: `"body"`, `"target"`
+    /// (path and query) or `"headers"`; nil otherwise.
+    public var exceededLimit: String? { attributes["exceeded"] }
+
     /// The value of the header called `name`, compared case-insensitively, or `nil`.
     public func header(_ name: String) -> String? {
         if let value = headers[name.lowercased()] { return value }

@@ -33,6 +33,11 @@ extension HTTPServer {
                         .log(message.trimmingTrailingNewlines())
                 }, context),
             cmhd_option_value(.THREAD_POOL_SIZE, max(1, pollingThreads)),
+            cmhd_option_value(
+                .CONNECTION_MEMORY_LIMIT,
+                configuration.connectionMemoryBytes > 0
+                    ? configuration.connectionMemoryBytes
+                    : max(65536, 2 * (configuration.maxTargetBytes + configuration.maxHeaderBytes) + 16384)),
             cmhd_option_value(.CONNECTION_LIMIT, max(1, configuration.maxConnections)),
             cmhd_option_value(.PER_IP_CONNECTION_LIMIT, max(0, configuration.perIPConnectionLimit)),
             cmhd_option_value(.CONNECTION_TIMEOUT, max(0, configuration.connectionTimeoutSeconds)),

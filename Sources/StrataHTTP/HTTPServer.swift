@@ -41,7 +41,8 @@ public final class HTTPServer: Sendable {
     ///   - configuration: the address, port, threads and limits.
     ///   - handler: answers each complete request that `deferred` does not. It may block unless
     ///     `dispatch` said ``HTTPDispatch/inline``; it must not call ``stop()``, which waits for it.
-    ///   - tooLarge: answers a request whose body is over `maxBodyBytes`; it gets the request
+    ///   - tooLarge: answers a request over a limit (``HTTPRequest/exceededLimit`` says which:
+    ///     `maxBodyBytes`, `maxTargetBytes` or `maxHeaderBytes`); it gets the request
     ///     without its body. A declared `Content-Length` over the limit is answered before the
     ///     body is read (and the connection closed); a chunked body that grows past the limit
     ///     is discarded as it arrives and answered when the upload ends.
@@ -75,7 +76,8 @@ public final class HTTPServer: Sendable {
                 configuration.maxHandlerThreads > 0 ? configuration.maxHandlerThreads : configuration.maxConnections
             let context = HTTPServerContext(
                 handler: handler, tooLarge: tooLarge, dispatch: dispatch, deferred: deferred,
-                maxBodyBytes: max(0, configuration.maxBodyBytes), pool: HandlerPool(maxThreads: handlerThreads),
+                maxBodyBytes: max(0, configuration.maxBodyBytes), maxTargetBytes: max(1, configuration.maxTargetBytes),
+                maxHeaderBytes: max(1, configuration.maxHeaderBytes), pool: HandlerPool(maxThreads: handlerThreads),
                 counters: counters)
             let retained = Unmanaged.passRetained(context)
             let started = address.withSockaddrPointer { socketAddress in

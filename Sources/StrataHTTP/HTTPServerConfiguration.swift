@@ -7,6 +7,16 @@ public struct HTTPServerConfiguration: Sendable {
     public var port: UInt16 = 8080
     /// The largest request body accepted; a larger one gets the server's `tooLarge` response.
     public var maxBodyBytes: Int = 1 << 20
+    /// The longest request target (path and query) accepted; a longer one gets the `tooLarge`
+    /// response with ``HTTPRequest/exceededLimit`` `"target"` (answered 414).
+    public var maxTargetBytes: Int = 32768
+    /// The most header bytes (names and values) accepted; more get the `tooLarge` response with
+    /// ``HTTPRequest/exceededLimit`` `"headers"` (answered 431).
+    public var maxHeaderBytes: Int = 16384
+    /// libmicrohttpd's memory per connection, which must hold the request line and headers: a
+    /// request too large for it is refused by libmicrohttpd itself with its own HTML page, so it
+    /// is kept well above the two limits above (0: twice their sum and 16 KiB, at least 64 KiB).
+    public var connectionMemoryBytes: Int = 0
     /// The most connections open at once; further connections are refused.
     public var maxConnections: Int = 1024
     /// The most connections open at once from one IP address; 0 means no limit.

@@ -26,6 +26,8 @@ final class HTTPServerContext: Sendable {
     let dispatch: @Sendable (HTTPRequest) -> HTTPDispatch
     let deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)?
     let maxBodyBytes: Int
+    let maxTargetBytes: Int
+    let maxHeaderBytes: Int
     /// Runs the handlers that do not answer inline.
     let pool: HandlerPool
     let counters: HTTPServerCounters
@@ -36,9 +38,11 @@ final class HTTPServerContext: Sendable {
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
         tooLarge: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
         dispatch: @escaping @Sendable (HTTPRequest) -> HTTPDispatch,
-        deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)?, maxBodyBytes: Int, pool: HandlerPool,
-        counters: HTTPServerCounters
+        deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)?, maxBodyBytes: Int, maxTargetBytes: Int = .max,
+        maxHeaderBytes: Int = .max, pool: HandlerPool, counters: HTTPServerCounters
     ) {
+        self.maxTargetBytes = maxTargetBytes
+        self.maxHeaderBytes = maxHeaderBytes
         self.handler = handler
         self.tooLarge = tooLarge
         self.dispatch = dispatch
@@ -60,11 +64,21 @@ final class HTTPServerContext: Sendable {
             let pending = PendingRequest(HTTPConnection.request(connection, url: url, method: method))
             state.pointee = Unmanaged.passRetained(pending).toOpaque()
             counters.add(counters.inFlight, 1)
+            let request = pending.request
+            let target =
+                request.path.utf8.count + request.query.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 }
+            let headerBytes = request.headers.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 }
+            if target > maxTargetBytes || headerBytes > maxHeaderBytes {
+                pending.exceeded = true
+                pending.request.attributes["exceeded"] = target > maxTargetBytes ? "target" : "headers"
+                return respond(to: pending, on: connection)
+            }
             // Answering now (rather than on the second call) makes libmicrohttpd close the
             // connection, which is what we want: the body that follows is never read.
             if let declared = pending.request.headers["content-length"].flatMap(Int.init) {
                 guard declared <= maxBodyBytes else {
                     pending.exceeded = true
+                    pending.request.attributes["exceeded"] = "body"
                     return respond(to: pending, on: connection)
                 }
                 pending.request.body.reserveCapacity(declared)
@@ -78,6 +92,7 @@ final class HTTPServerContext: Sendable {
             if !pending.exceeded, let uploadData {
                 if pending.request.body.count + count > maxBodyBytes {
                     pending.exceeded = true
+                    pending.request.attributes["exceeded"] = "body"
                     pending.request.body = []
                 } else {
                     uploadData.withMemoryRebound(to: UInt8.self, capacity: count) {

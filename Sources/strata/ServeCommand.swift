@@ -24,6 +24,11 @@ enum ServeCommand {
                                   &schema=NAME); repeatable (STRATA_STORE, comma-separated); Default=SPEC
                                   puts every entity in one store
           --max-body-bytes N      larger request bodies get 413 (STRATA_MAX_BODY_BYTES, default 1048576)
+          --max-target-bytes N    longer request targets (path and query) get 414 (STRATA_MAX_TARGET_BYTES,
+                                  default 32768)
+          --max-header-bytes N    larger request headers get 431 (STRATA_MAX_HEADER_BYTES, default 16384)
+          --query-budget SECONDS  the longest one fetch may run before the store stops it and the request
+                                  gets 503 (STRATA_QUERY_BUDGET, default 5)
           --max-connections N     simultaneous connections (STRATA_MAX_CONNECTIONS, default 1024)
           --log-format FORMAT     text or json access-log lines on stderr (STRATA_LOG_FORMAT, default text)
           --durability MODE       full (default): an acknowledged write survives power loss; normal: it
@@ -79,6 +84,8 @@ enum ServeCommand {
         let twins: [(String, String)] = [
             ("STRATA_HOST", "--host"), ("STRATA_PORT", "--port"), ("STRATA_DATA_DIR", "--data-dir"),
             ("STRATA_MAX_BODY_BYTES", "--max-body-bytes"), ("STRATA_MAX_CONNECTIONS", "--max-connections"),
+            ("STRATA_MAX_TARGET_BYTES", "--max-target-bytes"), ("STRATA_QUERY_BUDGET", "--query-budget"),
+            ("STRATA_MAX_HEADER_BYTES", "--max-header-bytes"),
             ("STRATA_LOG_FORMAT", "--log-format"), ("STRATA_DURABILITY", "--durability"),
             ("STRATA_MIGRATE", "--migrate"), ("STRATA_TOKENS_FILE", "--tokens-file"),
             ("STRATA_ALLOW_ANONYMOUS", "--allow-anonymous"), ("STRATA_PRIVATE_OPENAPI", "--private-openapi"),
@@ -116,7 +123,8 @@ enum ServeCommand {
             }
             let known = [
                 "--host", "--port", "--data-dir", "--model", "--store", "--max-body-bytes", "--max-connections",
-                "--log-format", "--durability", "--token", "--tokens-file",
+                "--log-format", "--durability", "--token", "--tokens-file", "--max-target-bytes", "--max-header-bytes",
+                "--query-budget",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -163,6 +171,20 @@ enum ServeCommand {
                     throw ServeError("--max-body-bytes must be a positive number, not '\(value)'")
                 }
                 options.maxBodyBytes = bytes
+            case "--max-target-bytes", "--max-header-bytes":
+                guard let bytes = Int(value), bytes >= 256, bytes <= 1 << 20 else {
+                    throw ServeError("\(name) must be a number from 256 to 1048576, not '\(value)'")
+                }
+                if name == "--max-target-bytes" {
+                    options.maxTargetBytes = bytes
+                } else {
+                    options.maxHeaderBytes = bytes
+                }
+            case "--query-budget":
+                guard let seconds = Double(value), seconds > 0, seconds <= 3600 else {
+                    throw ServeError("--query-budget must be a number of seconds from 0 to 3600, not '\(value)'")
+                }
+                options.queryBudget = seconds
             case "--max-connections":
                 guard let count = Int(value), count > 0 else {
                     throw ServeError("--max-connections must be a positive number, not '\(value)'")

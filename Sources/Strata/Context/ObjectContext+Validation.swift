@@ -136,10 +136,14 @@ extension ObjectContext {
             if let length, let maxLength = attribute.maxLength, length > maxLength {
                 fail(attribute.name, .maxLength, "must be at most \(maxLength) long")
             }
-            if let pattern = attribute.regex, case .string(let text) = value,
-                !ValueOrdering.matchText(.matches, text, pattern, [])
-            {
-                fail(attribute.name, .regex, "must match \(pattern)")
+            if let pattern = attribute.regex, case .string(let text) = value {
+                do throws(PredicateError) {
+                    if try !ValueOrdering.matchText(.matches, text, pattern, []) {
+                        fail(attribute.name, .regex, "must match \(pattern)")
+                    }
+                } catch {
+                    fail(attribute.name, .regex, "could not be checked against \(pattern): \(error.message)")
+                }
             }
         }
         return failures

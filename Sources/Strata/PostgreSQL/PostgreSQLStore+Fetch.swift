@@ -50,9 +50,19 @@ extension PostgreSQLStore {
         guard let predicate else { return decoded }
         for row in decoded { resolver.rows[row.id] = .some(row) }
         var paths: [String: ModelKeyPath] = [:]
+        // The budget covers Strata's own evaluation too, checked every 256 rows.
+        let deadline = options.queryBudget.map { DispatchTime.now().uptimeNanoseconds + UInt64($0 * 1e9) }
+        var evaluated = 0
         do {
             return try decoded.filter { row in
-                try predicate.evaluate(object: row.id, in: model, paths: &paths) { id, key in
+                evaluated += 1
+                if let deadline, evaluated % 256 == 0, DispatchTime.now().uptimeNanoseconds > deadline {
+                    throw StoreError(
+                        .overBudget,
+                        "the query ran past its time budget of \(String(format: "%g", options.queryBudget ?? 0)) s and was stopped",
+                        storeURL: url, entity: request.entityName)
+                }
+                return try predicate.evaluate(object: row.id, in: model, paths: &paths) { id, key in
                     try resolver.property(key, of: id)
                 }
             }
@@ -60,6 +70,8 @@ extension PostgreSQLStore {
             throw error
         } catch let error as PGError {
             throw error
+        } catch let error as PredicateError {
+            throw StoreError(error, storeURL: url, entity: request.entityName)
         } catch {
             throw StoreError(.invalidRequest, "\(error)", storeURL: url, entity: request.entityName)
         }

@@ -56,6 +56,8 @@ extension PostgreSQLStore {
     /// the notification, leaving it open.
     func write(_ changes: StoreChanges, _ c: PGConnection) throws -> [ObjectID: Int64] {
         try c.execute("BEGIN")
+        // The query budget is for fetches; a save may wait for row locks as long as it must.
+        if options.queryBudget != nil { try c.execute("SET LOCAL statement_timeout = 0") }
         let versions = try apply(changes, c)
         try writeCrossStoreNotes(changes, c)
         try notify(changes, c)

@@ -78,7 +78,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         entityNames = Set(entities)
         schema = PostgreSQLSchema(model: model, entities: entities, namespace: namespace)
         displayURL = PGConnection.redacted(url.absoluteString)
-        pool = PGPool(conninfo: conninfo, limit: poolSize)
+        pool = PGPool(conninfo: Self.limitingStatements(conninfo, to: options.queryBudget), limit: poolSize)
         let hashes = model.entityVersionHashes.filter { entities.contains($0.key) }
         // Written with another model: migrated first when asked to, as SQLite stores are.
         if options.migrate, !options.readOnly,
@@ -139,6 +139,16 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             uniqueKeysWithValues: model.entityNames.map { ($0, ObjectID.Home.of(entity: $0, store: identifier)) })
     }
 
+    /// `conninfo` with PostgreSQL's `statement_timeout` set to `budget` for every statement of
+    /// its connections (saves lift it inside their transaction).
+    static func limitingStatements(_ conninfo: String, to budget: Double?) -> String {
+        guard let budget, !(URLComponents(string: conninfo)?.queryItems ?? []).contains(where: { $0.name == "options" })
+        else { return conninfo }
+        // libpq refuses a second "=" in a query value: it is escaped.
+        return conninfo + (conninfo.contains("?") ? "&" : "?")
+            + "options=-c%20statement_timeout%3D\(max(1, Int(budget * 1000)))"
+    }
+
     /// `uri` (or any text holding one) with its password left out, for logs and error messages.
     public static func redacted(_ uri: String) -> String { PGConnection.redacted(uri) }
 
@@ -187,6 +197,12 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     /// A libpq failure as a store error.
     func storeError(_ error: PGError, _ doing: String, entity: String? = nil) -> StoreError {
         if error.isReadOnly { return StoreError(.readOnly, "\(doing): \(error)", storeURL: url, entity: entity) }
+        if error.sqlState == "57014" {
+            return StoreError(
+                .overBudget,
+                "the query ran past its time budget of \(options.queryBudget.map { String(format: "%g", $0) } ?? "?") s and was stopped",
+                storeURL: url, entity: entity)
+        }
         if error.isRetryable {
             return StoreError(.conflict, "\(doing): \(error)", storeURL: url, entity: entity)
         }

@@ -39,15 +39,15 @@ extension FetchPredicate {
             } else if comparison.modifier != .direct {
                 elements = [lhs]
             } else {
-                return Self.compare(lhs, comparison.op, rhs, comparison.options)
+                return try Self.compare(lhs, comparison.op, rhs, comparison.options)
             }
-            let matches = { (element: PredicateOperand) in
-                Self.compare(element, comparison.op, rhs, comparison.options)
+            let matches = { (element: PredicateOperand) throws(PredicateError) -> Bool in
+                try Self.compare(element, comparison.op, rhs, comparison.options)
             }
             switch comparison.modifier {
-            case .direct, .any: return elements.contains(where: matches)
-            case .all: return elements.allSatisfy(matches)
-            case .none: return !elements.contains(where: matches)
+            case .direct, .any: return try elements.contains(where: matches)
+            case .all: return try elements.allSatisfy(matches)
+            case .none: return try !elements.contains(where: matches)
             }
         }
     }
@@ -117,7 +117,7 @@ extension FetchPredicate {
 
     static func compare(
         _ lhs: PredicateOperand, _ op: ComparisonOperator, _ rhs: PredicateOperand, _ options: ComparisonOptions
-    ) -> Bool {
+    ) throws(PredicateError) -> Bool {
         switch op {
         case .equal: return equal(lhs, rhs, options)
         case .notEqual: return !equal(lhs, rhs, options)
@@ -137,7 +137,7 @@ extension FetchPredicate {
         case .beginsWith, .endsWith, .contains, .like, .matches:
             guard case .value(let a) = lhs, case .value(let b) = rhs, let text = a.textValue, let pattern = b.textValue
             else { return false }
-            return ValueOrdering.matchText(op, text, pattern, options)
+            return try ValueOrdering.matchText(op, text, pattern, options)
         }
     }
 }

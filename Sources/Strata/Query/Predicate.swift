@@ -216,6 +216,9 @@ public struct PredicateError: Error, Sendable, Hashable, CustomStringConvertible
     public var message: String
     /// For an error in a format string: where it is, in characters from the start (0-based).
     public var offset: Int?
+    /// The predicate is well formed but needs more work on one value than is allowed (a
+    /// `MATCHES` pattern that backtracks catastrophically).
+    public var isTooExpensive = false
 
     /// Creates an error.
     public init(_ message: String, offset: Int? = nil) {

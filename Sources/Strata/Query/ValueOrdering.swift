@@ -88,9 +88,10 @@ public enum ValueOrdering {
 
     /// Evaluates a string operator (`BEGINSWITH`, `ENDSWITH`, `CONTAINS`, `LIKE`, `MATCHES`).
     /// Returns false when either side is not a string.
+    /// - Throws: for `MATCHES`, a pattern too long or too slow on `text` (see ``ICURegex``).
     public static func matchText(
         _ op: ComparisonOperator, _ text: String, _ pattern: String, _ options: ComparisonOptions
-    ) -> Bool {
+    ) throws(PredicateError) -> Bool {
         let value = fold(text, options)
         switch op {
         case .beginsWith: return value.unicodeScalars.starts(with: fold(pattern, options).unicodeScalars)
@@ -100,7 +101,7 @@ public enum ValueOrdering {
             let needle = fold(pattern, options)
             return needle.isEmpty || value.range(of: needle, options: .literal) != nil
         case .like: return like(Array(value.unicodeScalars), Array(fold(pattern, options).unicodeScalars))
-        case .matches: return regexMatches(text, pattern, options)
+        case .matches: return try regexMatches(text, pattern, options)
         default: return false
         }
     }
@@ -136,28 +137,16 @@ public enum ValueOrdering {
         return p == pattern.count
     }
 
-    private static let regexCache = Locked<[String: NSRegularExpression]>([:])
-
     /// `MATCHES`: the whole text matches the regular expression (ICU syntax, as Core Data).
-    static func regexMatches(_ text: String, _ pattern: String, _ options: ComparisonOptions) -> Bool {
-        let key = "\(options.rawValue):\(pattern)"
-        let cached = regexCache.withLock { $0[key] }
-        let regex: NSRegularExpression
-        if let cached {
-            regex = cached
-        } else {
-            var regexOptions: NSRegularExpression.Options = []
-            if options.contains(.caseInsensitive) { regexOptions.insert(.caseInsensitive) }
-            guard let compiled = try? NSRegularExpression(pattern: pattern, options: regexOptions) else { return false }
-            regexCache.withLock { cache in
-                if cache.count > 256 { cache.removeAll() }
-                cache[key] = compiled
-            }
-            regex = compiled
+    /// A pattern ICU cannot compile matches nothing.
+    /// - Throws: a pattern too long, or one that takes too many steps on `text` (``ICURegex``).
+    static func regexMatches(_ text: String, _ pattern: String, _ options: ComparisonOptions) throws(PredicateError)
+        -> Bool
+    {
+        guard let regex = try ICURegex.compiled(pattern, caseInsensitive: options.contains(.caseInsensitive)) else {
+            return false
         }
         let subject = options.contains(.diacriticInsensitive) ? fold(text, [.diacriticInsensitive]) : text
-        let range = NSRange(subject.startIndex..., in: subject)
-        guard let match = regex.firstMatch(in: subject, options: [.anchored], range: range) else { return false }
-        return match.range == range
+        return try regex.matchesWhole(subject, patternText: pattern)
     }
 }

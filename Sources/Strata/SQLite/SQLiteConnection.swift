@@ -26,6 +26,10 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
+    /// When the statement running must stop (uptime nanoseconds; 0: never). Read by the progress
+    /// handler ``limitTime()`` installs.
+    var deadline: UInt64 = 0
+    private var limitsTime = false
 
     /// Process-wide settings, applied once before the first connection opens.
     private static let configured: Bool = {
@@ -80,6 +84,21 @@ final class SQLiteConnection {
             defer { statement.reset() }
             _ = try statement.step()
         }
+    }
+
+    /// Installs a progress handler that interrupts a statement running past ``deadline``
+    /// (`SQLITE_INTERRUPT`); a deadline of 0 lets every statement run.
+    func limitTime() {
+        guard !limitsTime else { return }
+        limitsTime = true
+        sqlite3_progress_handler(
+            handle, 100,
+            { context in
+                guard let context else { return 0 }
+                let connection = Unmanaged<SQLiteConnection>.fromOpaque(context).takeUnretainedValue()
+                let deadline = connection.deadline
+                return deadline != 0 && DispatchTime.now().uptimeNanoseconds > deadline ? 1 : 0
+            }, Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// Percent-encodes the characters a URI path cannot hold as they are.

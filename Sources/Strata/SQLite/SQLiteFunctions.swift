@@ -22,8 +22,15 @@ enum SQLiteFunctions {
                 }
                 let text = SQLiteFunctions.string(arguments[2])
                 let pattern = SQLiteFunctions.string(arguments[3])
-                let matched = ValueOrdering.matchText(SQLiteFunctions.operators[op], text, pattern, options)
-                sqlite3_result_int(context, matched ? 1 : 0)
+                do throws(PredicateError) {
+                    let matched = try ValueOrdering.matchText(SQLiteFunctions.operators[op], text, pattern, options)
+                    sqlite3_result_int(context, matched ? 1 : 0)
+                } catch {
+                    // The statement fails with this message; the store reports it as the request's fault.
+                    let prefix =
+                        error.isTooExpensive ? SQLiteFunctions.tooExpensivePrefix : SQLiteFunctions.refusalPrefix
+                    sqlite3_result_error(context, prefix + error.message, -1)
+                }
             }, nil, nil, nil)
         // strata_fold(text, options) → the folded text; other values pass through.
         sqlite3_create_function_v2(
@@ -48,6 +55,11 @@ enum SQLiteFunctions {
                 }
             }, nil, nil, nil)
     }
+
+    /// Starts the message of an error a function raised for the request's sake.
+    static let refusalPrefix = "strata refused: "
+    /// Starts the message of an error for a predicate too expensive on one value.
+    static let tooExpensivePrefix = "strata refused as too expensive: "
 
     static func string(_ value: OpaquePointer?) -> String {
         guard let pointer = sqlite3_value_text(value) else { return "" }

@@ -321,7 +321,7 @@ extension SQLiteStore {
         do {
             return try body()
         } catch let error as SQLiteError {
-            throw StoreError(.io, "SQLite read failed: \(error.message)", storeURL: url, underlying: error)
+            throw Self.readError(error, url: url, budget: options.queryBudget)
         } catch {
             throw StoreError(.io, "SQLite read failed: \(error)", storeURL: url)
         }

@@ -289,6 +289,24 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         if closed.load(ordering: .acquiring) { throw StoreError(.closed, "the store is closed", storeURL: url) }
     }
 
+    /// What a failed read means: the request's fault when a Strata function refused it (a
+    /// `MATCHES` pattern too slow), `.overBudget` when the progress handler stopped it.
+    static func readError(_ error: SQLiteError, url: URL?, budget: Double?) -> StoreError {
+        if let range = error.message.range(of: SQLiteFunctions.tooExpensivePrefix) {
+            return StoreError(.tooExpensive, String(error.message[range.upperBound...]), storeURL: url)
+        }
+        if let range = error.message.range(of: SQLiteFunctions.refusalPrefix) {
+            return StoreError(.invalidRequest, String(error.message[range.upperBound...]), storeURL: url)
+        }
+        if error.code & 0xff == SQLITE_INTERRUPT {
+            return StoreError(
+                .overBudget,
+                "the query ran past its time budget of \(budget.map { String(format: "%g", $0) } ?? "?") s and was stopped",
+                storeURL: url, underlying: error)
+        }
+        return StoreError(.io, "SQLite read failed: \(error.message)", storeURL: url, underlying: error)
+    }
+
     /// Runs `body` on a reader connection.
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws(StoreError) -> T {
         try checkOpen()
@@ -304,14 +322,19 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             }
         }
         defer { readers.withLock { $0.append(connection) } }
+        if let budget = options.queryBudget {
+            connection.limitTime()
+            connection.deadline = DispatchTime.now().uptimeNanoseconds + UInt64(budget * 1e9)
+        }
+        defer { connection.deadline = 0 }
         do {
             return try body(connection)
         } catch let error as StoreError {
             throw error
         } catch let error as SQLiteError {
-            throw StoreError(.io, "SQLite read failed: \(error.message)", storeURL: url, underlying: error)
+            throw Self.readError(error, url: url, budget: options.queryBudget)
         } catch let error as PredicateError {
-            throw StoreError(.invalidRequest, error.message, storeURL: url)
+            throw StoreError(error, storeURL: url, entity: nil)
         } catch {
             throw StoreError(.io, "read failed: \(error)", storeURL: url)
         }

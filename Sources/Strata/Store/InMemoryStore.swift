@@ -93,6 +93,8 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
                     resolver.property(key, of: id)
                 }
             }
+        } catch let error as PredicateError {
+            throw StoreError(error, storeURL: url, entity: request.entityName)
         } catch {
             throw StoreError(.invalidRequest, "\(error)", storeURL: url, entity: request.entityName)
         }

@@ -30,22 +30,27 @@ public struct StoreOptions: Sendable, Hashable {
     /// Earlier versions of the model, oldest first, that a migration steps through (a
     /// `.xcdatamodeld`'s versions, say); empty: one step from the model the store recorded.
     public var modelHistory: [ObjectModel]
+    /// The longest one fetch may run, in seconds, enforced by the store itself (SQLite's progress
+    /// handler, PostgreSQL's `statement_timeout`); past it the fetch fails with `.overBudget`.
+    /// Nil: no limit.
+    public var queryBudget: Double?
 
     /// Creates options.
     public init(
         readOnly: Bool = false, durability: Durability = .full, migrate: Bool = false,
-        modelHistory: [ObjectModel] = []
+        modelHistory: [ObjectModel] = [], queryBudget: Double? = nil
     ) {
         self.readOnly = readOnly
         self.durability = durability
         self.migrate = migrate
         self.modelHistory = modelHistory
+        self.queryBudget = queryBudget
     }
 
     /// Options are equal when every setting is, the model history included.
     public static func == (lhs: StoreOptions, rhs: StoreOptions) -> Bool {
         lhs.readOnly == rhs.readOnly && lhs.durability == rhs.durability && lhs.migrate == rhs.migrate
-            && lhs.modelHistory == rhs.modelHistory
+            && lhs.modelHistory == rhs.modelHistory && lhs.queryBudget == rhs.queryBudget
     }
 
     /// Hashes the settings (of the model history, only its length).

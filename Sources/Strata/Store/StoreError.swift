@@ -58,6 +58,17 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// The store owes the rest of a save across stores that it could not write yet; it takes
         /// no other save until it has (see `message` for why).
         case unsettled
+        /// A fetch ran past its time budget (``StoreOptions/queryBudget``) and was stopped.
+        case overBudget
+        /// A predicate needs more work on one value than is allowed (see
+        /// ``PredicateError/isTooExpensive``).
+        case tooExpensive
+    }
+
+    /// The error for a predicate a store could not apply: `.tooExpensive` or `.invalidRequest`.
+    init(_ error: PredicateError, storeURL: URL?, entity: String?) {
+        self.init(
+            error.isTooExpensive ? .tooExpensive : .invalidRequest, error.message, storeURL: storeURL, entity: entity)
     }
 
     /// What went wrong.

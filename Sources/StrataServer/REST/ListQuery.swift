@@ -13,6 +13,12 @@ struct ListQuery {
     static let defaultLimit = 50
     static let maxLimit = 1000
     static let reserved: Set<String> = ["where", "order", "limit", "after", "offset", "count"]
+    /// The most sort keys in `order`.
+    static let maxOrderKeys = 32
+    /// The most filters (attribute filters and `where`) in one request.
+    static let maxFilters = 64
+    /// The longest `where` predicate, in characters.
+    static let maxWhereLength = 4096
 
     /// Parses `query` for `entity`.
     /// - Throws: a 400 ``Problem`` naming the parameter.
@@ -45,6 +51,11 @@ struct ListQuery {
             }
             switch name {
             case "where":
+                guard value.count <= Self.maxWhereLength else {
+                    throw Problem.badRequest(
+                        "where is \(value.count) characters long; at most \(Self.maxWhereLength) are accepted",
+                        errors: [.init(field: "where", code: "tooLong", message: "longer than \(Self.maxWhereLength)")])
+                }
                 do {
                     predicates.append(try FetchPredicate(format: value))
                 } catch {
@@ -52,7 +63,14 @@ struct ListQuery {
                         "where: \(error)", errors: [.init(field: "where", code: "invalid", message: "\(error)")])
                 }
             case "order":
-                for part in value.split(separator: ",", omittingEmptySubsequences: false) {
+                let parts = value.split(separator: ",", omittingEmptySubsequences: false)
+                guard parts.count <= Self.maxOrderKeys else {
+                    throw Problem.badRequest(
+                        "order has \(parts.count) sort keys; at most \(Self.maxOrderKeys) are accepted",
+                        errors: [.init(field: "order", code: "tooMany", message: "more than \(Self.maxOrderKeys) keys")]
+                    )
+                }
+                for part in parts {
                     var pieces = part.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
                     var ascending = true
                     if pieces.count == 2, pieces[1] == "desc" || pieces[1] == "asc" {
@@ -97,6 +115,11 @@ struct ListQuery {
             default:
                 predicates.append(try Self.filter(name, value, entity: entity, model: model, objectID: objectID))
             }
+        }
+        guard predicates.count <= Self.maxFilters else {
+            throw Problem.badRequest(
+                "the request has \(predicates.count) filters; at most \(Self.maxFilters) are accepted (combine them in one where=)"
+            )
         }
         if seen.contains("after") && seen.contains("offset") {
             throw Problem.badRequest("use either 'after' or 'offset', not both")

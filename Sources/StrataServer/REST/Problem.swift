@@ -159,6 +159,12 @@ extension Problem {
                 error.message, error.fields.map { FieldError(field: $0, code: "invalid", message: error.message) })
         case .notFound: self = .notFound(error.message)
         case .closed, .noStoreForEntity: self = Problem(503, "Service Unavailable", error.message)
+        case .tooExpensive: self = Problem(422, "Unprocessable Content", error.message)
+        case .overBudget:
+            self = Problem(
+                503, "Service Unavailable",
+                "\(error.message): narrow the filter (an indexed attribute, fewer rows, no MATCHES over a large table) or try again when the server is less busy",
+                headers: [("Retry-After", "1")])
         case .full, .notWritable, .unsettled:
             // The store is named: the operator knows which disk or file to look at; reads go on.
             var problem = Problem(

@@ -58,6 +58,12 @@ public struct ServerOptions: Sendable {
     public var stores: [String: StoreSpec] = [:]
     /// Request bodies larger than this are refused with 413.
     public var maxBodyBytes = 1 << 20
+    /// The longest one fetch may run, in seconds (each store enforces it; 503 past it).
+    public var queryBudget = 5.0
+    /// Longer request targets (path and query) are refused with 414.
+    public var maxTargetBytes = 32768
+    /// Larger request headers are refused with 431.
+    public var maxHeaderBytes = 16384
     /// Simultaneous connections.
     public var maxConnections = 1024
     /// `text` or `json` access-log lines.
@@ -83,7 +89,8 @@ public struct ServerOptions: Sendable {
     /// The store of every configuration: SQLite files `<data-dir>/<configuration>.sqlite` unless
     /// `stores` says otherwise; `Default` replaces them all with one store.
     public func storeDescriptions(for model: ObjectModel) -> [StoreDescription] {
-        let options = StoreOptions(durability: durability, migrate: migrate, modelHistory: modelHistory)
+        let options = StoreOptions(
+            durability: durability, migrate: migrate, modelHistory: modelHistory, queryBudget: queryBudget)
         func description(_ configuration: String?, _ spec: StoreSpec) -> StoreDescription {
             var options = options
             if let durability = spec.durability { options.durability = durability }

@@ -29,6 +29,8 @@ public final class StrataServerInstance: Sendable {
         configuration.host = options.host
         configuration.port = options.port
         configuration.maxBodyBytes = options.maxBodyBytes
+        configuration.maxTargetBytes = options.maxTargetBytes
+        configuration.maxHeaderBytes = options.maxHeaderBytes
         configuration.maxConnections = options.maxConnections
         let service = self.service
         let metrics = self.metrics
@@ -76,9 +78,26 @@ public final class StrataServerInstance: Sendable {
                 return logged(request, response, begin)
             },
             tooLarge: { request in
-                let response = Problem(
-                    413, "Content Too Large", "the request body is larger than \(options.maxBodyBytes) bytes"
-                ).response
+                let response: HTTPResponse
+                switch request.exceededLimit {
+                case "target":
+                    response =
+                        Problem(
+                            414, "URI Too Long",
+                            "the request target (path and query) is longer than \(options.maxTargetBytes) bytes"
+                        ).response
+                case "headers":
+                    response =
+                        Problem(
+                            431, "Request Header Fields Too Large",
+                            "the request headers are larger than \(options.maxHeaderBytes) bytes"
+                        ).response
+                default:
+                    response =
+                        Problem(
+                            413, "Content Too Large", "the request body is larger than \(options.maxBodyBytes) bytes"
+                        ).response
+                }
                 logLine(StrataServerInstance.accessLine(request, response, 0, format: format))
                 return response
             },

@@ -1,0 +1,101 @@
+import Foundation
+import Strata
+import StrataServer
+import StrataTestSupport
+import Testing
+
+/// What an attacker can send: each limit answered with a problem, and no request that holds a
+/// core while others wait.
+@Suite struct HostileInputTests {
+    static func query(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
+    }
+
+    @Test func aCatastrophicRegularExpressionIsStoppedWhileTheServerGoesOn() throws {
+        let fixture = try ServerFixture()
+        for length in [36, 38, 40] {
+            let name = String(repeating: "a", count: length) + "!"
+            #expect(try fixture.client.send("POST", "/tags", json: #"{"name": "\#(name)"}"#).status == 201)
+        }
+        // Before: 2.2 s of CPU for these three, doubling with every two more characters.
+        let answered = Locked<(Int, Double, String)?>(nil)
+        let started = Date()
+        let worker = Thread {
+            let response = try? fixture.client.send("GET", "/tags?where=" + Self.query("name MATCHES '(a+)+$'"))
+            answered.withLock {
+                $0 = (
+                    response?.status ?? 0, Date().timeIntervalSince(started),
+                    response.map { String(decoding: $0.body, as: UTF8.self) } ?? ""
+                )
+            }
+        }
+        worker.start()
+        // The server answers meanwhile.
+        let live = Date()
+        #expect(try fixture.client.send("GET", "/live").status == 200)
+        #expect(Date().timeIntervalSince(live) < 1)
+        while answered.current == nil && Date().timeIntervalSince(started) < 30 { usleep(10_000) }
+        let (status, seconds, body) = try #require(answered.current)
+        #expect(status == 422, "\(body)")
+        #expect(body.contains("backtracks too much"), "\(body)")
+        #expect(seconds < 3, "answered after \(seconds) s")
+        // A pattern that behaves still works.
+        let fine = try fixture.client.send("GET", "/tags?where=" + Self.query("name MATCHES 'a{36}!'"))
+        #expect(fine.json.objectValue?["items"]?.arrayValue?.count == 1)
+    }
+
+    @Test func aQueryPastItsBudgetIsStoppedInTheStoreAndAnswered503() throws {
+        let fixture = try ServerFixture { $0.queryBudget = 0.2 }
+        // Many values each just under the per-value step limit: together far over the budget.
+        var tags: [String] = []
+        for index in 0..<400 { tags.append(#"{"name": "\#(String(repeating: "a", count: 17))\#(index)"}"#) }
+        #expect(try fixture.client.send("POST", "/tags", json: "[" + tags.joined(separator: ",") + "]").status == 201)
+        let started = Date()
+        let response = try fixture.client.send("GET", "/tags?where=" + Self.query("name MATCHES '(a+)+$'"))
+        #expect(response.status == 503, "\(String(decoding: response.body, as: UTF8.self))")
+        #expect(response.header("Retry-After") == "1")
+        #expect(response.header("Content-Type") == "application/problem+json")
+        #expect(String(decoding: response.body, as: UTF8.self).contains("time budget of 0.2 s"))
+        #expect(Date().timeIntervalSince(started) < 2)
+        #expect(try fixture.client.send("GET", "/tags?limit=1").status == 200)
+    }
+
+    @Test func everyLimitIsAProblemWithTheRightStatus() throws {
+        let fixture = try ServerFixture()
+        let client = fixture.client
+        func expectProblem(_ response: ClientResponse, _ status: Int, _ text: String) {
+            #expect(response.status == status, "\(String(decoding: response.body, as: UTF8.self))")
+            #expect(response.header("Content-Type") == "application/problem+json")
+            #expect(String(decoding: response.body, as: UTF8.self).contains(text))
+        }
+        // 5,000 sort keys: 400 (it was a 500 from SQLite's "too many terms in ORDER BY").
+        let keys = Array(repeating: "_id", count: 5000).joined(separator: ",")
+        expectProblem(try client.send("GET", "/books?order=\(keys)"), 400, "at most 32 are accepted")
+        // The request target and the headers: 414 and 431 as problems, not libmicrohttpd's page.
+        expectProblem(
+            try client.send("GET", "/books?title=eq." + String(repeating: "x", count: 40_000)), 414,
+            "longer than 32768 bytes")
+        expectProblem(
+            try client.send("GET", "/books", headers: ["X-Padding": String(repeating: "y", count: 20_000)]), 431,
+            "larger than 16384 bytes")
+        // where=: length and nesting; filters; limit.
+        expectProblem(
+            try client.send(
+                "GET", "/books?where=" + Self.query(String(repeating: "year == 1 OR ", count: 400) + "year == 2")),
+            400, "at most 4096")
+        expectProblem(
+            try client.send(
+                "GET",
+                "/books?where="
+                    + Self.query(String(repeating: "(", count: 150) + "year == 1" + String(repeating: ")", count: 150))),
+            400, "nests more than 100 levels")
+        let filters = (0..<70).map { "year=neq.\($0)" }.joined(separator: "&")
+        expectProblem(try client.send("GET", "/books?\(filters)"), 400, "at most 64 are accepted")
+        expectProblem(try client.send("GET", "/books?limit=100000"), 400, "limit must be an integer from 1 to 1000")
+        // A body over the limit: 413 before it is read.
+        expectProblem(
+            try client.send("POST", "/authors", body: Array(repeating: UInt8(ascii: " "), count: 2 << 20)), 413,
+            "larger than")
+        #expect(try client.send("GET", "/live").status == 200)
+    }
+}
