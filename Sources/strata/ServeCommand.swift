@@ -47,6 +47,9 @@ enum ServeCommand {
           --allow-anonymous       serve an address other than loopback without tokens
                                   (STRATA_ALLOW_ANONYMOUS=1); without it such a server refuses to start
           --private-openapi       the OpenAPI document needs a read token too (STRATA_PRIVATE_OPENAPI=1)
+          --cors-origin ORIGIN    a web origin (https://app.example.org) whose pages may call the server
+                                  from a browser; repeatable (STRATA_CORS_ORIGINS, comma-separated); *
+                                  for any, only without tokens
           --help                  this text
 
         The default stores are <data-dir>/<configuration>.sqlite, one per configuration of the model.
@@ -96,6 +99,9 @@ enum ServeCommand {
         if let value = environment["STRATA_MODEL"], !value.isEmpty {
             for item in value.split(separator: ",") { pairs.append(("--model", String(item))) }
         }
+        if let value = environment["STRATA_CORS_ORIGINS"], !value.isEmpty {
+            for item in value.split(separator: ",") { pairs.append(("--cors-origin", String(item))) }
+        }
         if let value = environment["STRATA_STORE"], !value.isEmpty {
             for item in storeList(value) { pairs.append(("--store", item)) }
         }
@@ -124,7 +130,7 @@ enum ServeCommand {
             let known = [
                 "--host", "--port", "--data-dir", "--model", "--store", "--max-body-bytes", "--max-connections",
                 "--log-format", "--durability", "--token", "--tokens-file", "--max-target-bytes", "--max-header-bytes",
-                "--query-budget",
+                "--query-budget", "--cors-origin",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -211,6 +217,7 @@ enum ServeCommand {
                 default: options.privateOpenAPI = flag
                 }
             case "--token": options.tokens.append(value)
+            case "--cors-origin": options.corsOrigins.append(value.trimmingCharacters(in: .whitespaces))
             case "--tokens-file": options.tokensFile = value
             default: break
             }

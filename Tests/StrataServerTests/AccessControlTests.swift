@@ -133,3 +133,66 @@ import Testing
         #expect(!guarded.stderr.current.contains(Self.writer))
     }
 }
+
+/// Browsers: which pages may call the server (`--cors-origin`).
+@Suite struct CORSTests {
+    static let app = "https://app.example.org"
+
+    @Test func anAllowedOriginGetsPreflightsAndReadableHeadersAndOthersGetNothing() throws {
+        let fixture = try ServerFixture {
+            AccessControlTests.tokens(&$0)
+            $0.corsOrigins = [Self.app]
+        }
+        let client = fixture.client
+        // The preflight needs no token and names what a page may send.
+        let preflight = try client.send(
+            "OPTIONS", "/books/1",
+            headers: [
+                "Origin": Self.app, "Access-Control-Request-Method": "PATCH",
+                "Access-Control-Request-Headers": "authorization, if-match, content-type",
+            ])
+        #expect(preflight.status == 204)
+        #expect(preflight.header("Access-Control-Allow-Origin") == Self.app)
+        #expect(preflight.header("Access-Control-Allow-Methods")?.contains("PATCH") == true)
+        let allowed = preflight.header("Access-Control-Allow-Headers") ?? ""
+        for header in ["Authorization", "If-Match", "Idempotency-Key", "Content-Type"] {
+            #expect(allowed.contains(header), "\(allowed)")
+        }
+        #expect(preflight.header("Access-Control-Max-Age") == "600")
+        #expect(preflight.header("Vary") == "Origin")
+        // The request itself: the origin echoed, ETag and Location readable, Vary set.
+        let created = try client.send(
+            "POST", "/authors", json: #"{"name": "Page"}"#,
+            headers: ["Origin": Self.app, "Authorization": "Bearer \(AccessControlTests.writer)"])
+        #expect(created.status == 201)
+        #expect(created.header("Access-Control-Allow-Origin") == Self.app)
+        #expect(created.header("Access-Control-Expose-Headers")?.contains("ETag") == true)
+        #expect(created.header("Access-Control-Expose-Headers")?.contains("Location") == true)
+        // Refusals carry the headers too, so the page can read the problem.
+        let refused = try client.send("GET", "/books", headers: ["Origin": Self.app])
+        #expect(refused.status == 401 && refused.header("Access-Control-Allow-Origin") == Self.app)
+        // Another origin: no CORS header at all, in the preflight or the answer.
+        let other = try client.send(
+            "OPTIONS", "/books", headers: ["Origin": "https://evil.example", "Access-Control-Request-Method": "GET"])
+        #expect(
+            other.header("Access-Control-Allow-Origin") == nil && other.header("Access-Control-Allow-Methods") == nil)
+        let read = try client.send(
+            "GET", "/books",
+            headers: ["Origin": "https://evil.example", "Authorization": "Bearer \(AccessControlTests.reader)"])
+        #expect(read.status == 200 && read.header("Access-Control-Allow-Origin") == nil)
+        #expect(read.header("Vary") == "Origin")
+    }
+
+    @Test func anyOriginIsForAnonymousServersOnly() throws {
+        let anonymous = try ServerFixture { $0.corsOrigins = ["*"] }
+        let response = try anonymous.client.send("GET", "/books", headers: ["Origin": "https://any.example"])
+        #expect(response.header("Access-Control-Allow-Origin") == "*")
+        #expect(throws: ServeError.self) {
+            _ = try ServerFixture {
+                AccessControlTests.tokens(&$0)
+                $0.corsOrigins = ["*"]
+            }
+        }
+        #expect(throws: ServeError.self) { _ = try ServerFixture { $0.corsOrigins = ["app.example.org/path"] } }
+    }
+}

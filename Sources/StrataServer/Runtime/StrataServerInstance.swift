@@ -18,6 +18,8 @@ public final class StrataServerInstance: Sendable {
     private let log: @Sendable (String) -> Void
     /// Who may do what, or why the tokens given cannot be used.
     private let access: Result<AccessControl, ServeError>
+    /// Which web pages may call it, or why the origins given cannot be used.
+    private let cors: Result<CORSPolicy, ServeError>
 
     /// Prepares a server for `model`.
     /// - Parameter log: receives one access-log line per request (stderr by default).
@@ -44,8 +46,16 @@ public final class StrataServerInstance: Sendable {
             access = .failure(error)
         }
         let control = try? access.get()
-        /// Writes the access-log line of `response`, answered `begin` nanoseconds into uptime.
+        do throws(ServeError) {
+            cors = .success(try CORSPolicy(origins: options.corsOrigins, tokensInForce: control?.isEnabled ?? false))
+        } catch {
+            cors = .failure(error)
+        }
+        let policy = try? cors.get()
+        /// Writes the access-log line of `response` (with its CORS headers), answered `begin`
+        /// nanoseconds into uptime.
         let logged: @Sendable (HTTPRequest, HTTPResponse, UInt64) -> HTTPResponse = { request, response, begin in
+            let response = policy?.decorate(response, for: request) ?? response
             let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
             logLine(StrataServerInstance.accessLine(request, response, milliseconds, format: format))
             return response
@@ -70,6 +80,10 @@ public final class StrataServerInstance: Sendable {
             configuration: configuration,
             handler: { incoming in
                 let begin = DispatchTime.now().uptimeNanoseconds
+                if let preflight = policy?.preflight(incoming) {
+                    logLine(StrataServerInstance.accessLine(incoming, preflight, 0, format: format))
+                    return preflight
+                }
                 let (request, refusal) = authorized(incoming)
                 if let refusal { return logged(request, refusal, begin) }
                 let response =
@@ -98,8 +112,7 @@ public final class StrataServerInstance: Sendable {
                             413, "Content Too Large", "the request body is larger than \(options.maxBodyBytes) bytes"
                         ).response
                 }
-                logLine(StrataServerInstance.accessLine(request, response, 0, format: format))
-                return response
+                return logged(request, response, DispatchTime.now().uptimeNanoseconds)
             },
             dispatch: { request in
                 // Until the stores load every answer is a constant.
@@ -131,6 +144,7 @@ public final class StrataServerInstance: Sendable {
     /// - Throws: ``ServeError`` for a port that cannot be bound or a store that cannot be loaded.
     public func start() throws(ServeError) {
         let control = try access.get()
+        _ = try cors.get()
         if !control.isEnabled, !options.allowAnonymous, !Self.isLoopback(options.host) {
             throw ServeError(
                 "refusing to serve \(options.host) without access tokens, which would let anyone who reaches the port change everything: give tokens (--token NAME:read,write:SECRET or STRATA_TOKENS_FILE), or allow anonymous access (--allow-anonymous or STRATA_ALLOW_ANONYMOUS=1)"
