@@ -47,6 +47,11 @@ enum ServeCommand {
           --allow-anonymous       serve an address other than loopback without tokens
                                   (STRATA_ALLOW_ANONYMOUS=1); without it such a server refuses to start
           --private-openapi       the OpenAPI document needs a read token too (STRATA_PRIVATE_OPENAPI=1)
+          --entity-access ENTITY=ACCESS
+                                  serve an entity (and its subentities) read-only (writes get 405) or
+                                  hidden (404, absent from / and the OpenAPI document), or read-write
+                                  over what the model says; repeatable (STRATA_ENTITY_ACCESS,
+                                  comma-separated)
           --cors-origin ORIGIN    a web origin (https://app.example.org) whose pages may call the server
                                   from a browser; repeatable (STRATA_CORS_ORIGINS, comma-separated); *
                                   for any, only without tokens
@@ -99,6 +104,9 @@ enum ServeCommand {
         if let value = environment["STRATA_MODEL"], !value.isEmpty {
             for item in value.split(separator: ",") { pairs.append(("--model", String(item))) }
         }
+        if let value = environment["STRATA_ENTITY_ACCESS"], !value.isEmpty {
+            for item in value.split(separator: ",") { pairs.append(("--entity-access", String(item))) }
+        }
         if let value = environment["STRATA_CORS_ORIGINS"], !value.isEmpty {
             for item in value.split(separator: ",") { pairs.append(("--cors-origin", String(item))) }
         }
@@ -130,7 +138,7 @@ enum ServeCommand {
             let known = [
                 "--host", "--port", "--data-dir", "--model", "--store", "--max-body-bytes", "--max-connections",
                 "--log-format", "--durability", "--token", "--tokens-file", "--max-target-bytes", "--max-header-bytes",
-                "--query-budget", "--cors-origin",
+                "--query-budget", "--cors-origin", "--entity-access",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -217,6 +225,13 @@ enum ServeCommand {
                 default: options.privateOpenAPI = flag
                 }
             case "--token": options.tokens.append(value)
+            case "--entity-access":
+                let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2, let access = EntityAccess(rawValue: parts[1]) else {
+                    throw ServeError(
+                        "--entity-access takes ENTITY=read-only, ENTITY=hidden or ENTITY=read-write, not '\(value)'")
+                }
+                options.entityAccess[parts[0]] = access
             case "--cors-origin": options.corsOrigins.append(value.trimmingCharacters(in: .whitespaces))
             case "--tokens-file": options.tokensFile = value
             default: break
@@ -253,6 +268,12 @@ enum ServeCommand {
                 )
                 return 64
             }
+        }
+        for entity in options.entityAccess.keys.sorted() where model.entity(named: entity) == nil {
+            printError(
+                "strata serve: --entity-access names entity '\(entity)', which the model does not have (it has: \(model.entityNames.joined(separator: ", ")))"
+            )
+            return 64
         }
         let server = StrataServerInstance(model: model, options: options)
         signal(SIGTERM, SIG_IGN)

@@ -196,3 +196,61 @@ import Testing
         #expect(throws: ServeError.self) { _ = try ServerFixture { $0.corsOrigins = ["app.example.org/path"] } }
     }
 }
+
+/// Entities served read-only or hidden, from the model or a server option.
+@Suite struct EntityAccessTests {
+    @Test func readOnlyEntitiesRefuseWritesAndHiddenOnesAreNowhere() throws {
+        let fixture = try ServerFixture { $0.entityAccess = ["Tag": .readOnly, "SearchLog": .hidden] }
+        let client = fixture.client
+        #expect(try client.send("GET", "/tags").status == 200)
+        for (method, path, body) in [
+            ("POST", "/tags", #"{"name": "x"}"#), ("PATCH", "/tags/1", #"{"name": "y"}"#), ("PUT", "/tags/1", "{}"),
+            ("DELETE", "/tags/1", ""),
+        ] {
+            let response = try client.send(method, path, json: body)
+            #expect(response.status == 405, "\(method) \(path)")
+            #expect(response.header("Allow") == "GET, HEAD")
+            #expect(response.header("Content-Type") == "application/problem+json")
+        }
+        let batch = try client.send(
+            "POST", "/_batch", json: #"{"operations": [{"method": "POST", "path": "/tags", "body": {"name": "z"}}]}"#)
+        #expect(batch.status == 405)
+        #expect(try client.send("GET", "/tags?count=exact").json.objectValue?["total"] == .integer(0))
+        // Hidden: 404 everywhere, including a fetched property that leads to it.
+        #expect(try client.send("GET", "/search-logs").status == 404)
+        #expect(try client.send("POST", "/search-logs", json: #"{"query": "q"}"#).status == 404)
+        #expect(try client.send("POST", "/authors", json: #"{"name": "A"}"#).status == 201)
+        #expect(try client.send("POST", "/books", json: #"{"title": "T", "author": 1}"#).status == 201)
+        #expect(try client.send("GET", "/books/1/searches").status == 404)
+        #expect(try client.send("GET", "/books/1/author").status == 200)
+        let index = String(decoding: try client.send("GET", "/").body, as: UTF8.self)
+        #expect(!index.contains("SearchLog") && index.contains("\"Tag\""))
+        // The document: no hidden paths or schemas, only reads of read-only ones.
+        let yaml = String(decoding: try client.send("GET", "/openapi.yaml").body, as: UTF8.self)
+        #expect(!yaml.contains("/search-logs") && !yaml.contains("SearchLog") && !yaml.contains("/books/{id}/searches"))
+        let json = try client.send("GET", "/openapi.json").json
+        let tags = json.objectValue?["paths"]?.objectValue?["/tags"]?.objectValue
+        #expect(tags?["get"] != nil && tags?["post"] == nil)
+        let item = json.objectValue?["paths"]?.objectValue?["/tags/{id}"]?.objectValue
+        #expect(item?["get"] != nil && item?["patch"] == nil && item?["put"] == nil && item?["delete"] == nil)
+    }
+
+    @Test func theModelCanSayItAndTheServerCanOverrideIt() throws {
+        var json = ObjectModel.exampleJSON
+        json = json.replacingOccurrences(
+            of: #""name": "Tag","#, with: #""name": "Tag", "access": "hidden","#)
+        let model = try ObjectModel.load(json: Array(json.utf8))
+        #expect(model.entity(named: "Tag")?.access == .hidden)
+        let hidden = try ServerFixture(model: model)
+        #expect(try hidden.client.send("GET", "/tags").status == 404)
+        let shown = try ServerFixture(model: model) { $0.entityAccess = ["Tag": .readWrite] }
+        #expect(try shown.client.send("POST", "/tags", json: #"{"name": "t"}"#).status == 201)
+        #expect(throws: ModelError.self) {
+            try ObjectModel.load(
+                json: Array(
+                    ObjectModel.exampleJSON.replacingOccurrences(
+                        of: #""name": "Tag","#, with: #""name": "Tag", "access": "secret","#
+                    ).utf8))
+        }
+    }
+}

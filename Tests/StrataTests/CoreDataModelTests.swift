@@ -168,6 +168,7 @@ import Testing
                 <userInfo>
                     <entry key="owner" value="ops"/>
                     <entry key="resource" value="things"/>
+                    <entry key="access" value="read-only"/>
                 </userInfo>
             </entity>
             <entity name="Document" parentEntity="Item" representedClassName="Document" syncable="YES">
@@ -242,6 +243,7 @@ import Testing
                     var item = EntityDescription(
                         name: "Item", isAbstract: true, attributes: [code], resource: "things", renamedFrom: "Thing")
                     item.versionHashModifier = "2"
+                    item.access = .readOnly
                     return item
                 }())
 
@@ -249,6 +251,9 @@ import Testing
         #expect(document.parent == "Item" && !document.isAbstract && document.resource == nil)
         #expect(model.attribute("code", of: "Document")?.withoutCoreDataInfo == code)
         #expect(model.resourcePath(of: "Item") == "things")
+        // userInfo's access: read-only, inherited by the subentity.
+        #expect(model.access(of: "Document") == .readOnly)
+        #expect(model.access(of: "Document", overrides: ["Document": .hidden]) == .hidden)
         let epoch = Date(timeIntervalSinceReferenceDate: 0)
         #expect(
             document.attributes.map(\.withoutCoreDataInfo) == [

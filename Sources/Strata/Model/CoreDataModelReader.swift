@@ -227,6 +227,12 @@ struct CoreDataModelReader {
                 if let entry = child.children(named: "entry").last(where: { $0["key"] == "resource" }) {
                     entity.resource = entry.attributes["value"]
                 }
+                // A value Strata does not know is left alone (Core Data accepts any userInfo).
+                if let entry = child.children(named: "entry").last(where: { $0["key"] == "access" }),
+                    let value = entry.attributes["value"], let access = EntityAccess(rawValue: value)
+                {
+                    entity.access = access
+                }
             default:
                 break
             }

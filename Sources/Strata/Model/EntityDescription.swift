@@ -197,6 +197,16 @@ public struct FetchRequestTemplate: Sendable, Hashable {
     }
 }
 
+/// What a server lets clients do with an entity's objects (not part of the model's hashes).
+public enum EntityAccess: String, Sendable, Hashable, CaseIterable {
+    /// Read and write (the default).
+    case readWrite = "read-write"
+    /// Read only: writes are answered 405.
+    case readOnly = "read-only"
+    /// Not served at all: 404, and absent from `/` and the OpenAPI document.
+    case hidden
+}
+
 /// An entity: a kind of object with attributes and relationships.
 public struct EntityDescription: Sendable, Hashable {
     /// The entity's name.
@@ -223,6 +233,9 @@ public struct EntityDescription: Sendable, Hashable {
     public var documentation: String? = nil
     /// Core Data's version hash modifier (see ``AttributeDescription/versionHashModifier``).
     public var versionHashModifier: String? = nil
+    /// What a server lets clients do with its objects; nil: as its parent entity (read-write at
+    /// the top). JSON `"access"`, Core Data `userInfo` key `access`.
+    public var access: EntityAccess? = nil
 
     /// Creates an entity.
     public init(

@@ -148,7 +148,7 @@ struct JSONModelReader {
     private mutating func readEntity(_ object: [String: JSONValue]) -> EntityDescription? {
         let keys: Set<String> = [
             "name", "parent", "abstract", "attributes", "relationships", "fetchedProperties", "uniqueness",
-            "indexes", "resource", "renamedFrom", "versionHashModifier", "description",
+            "indexes", "resource", "renamedFrom", "versionHashModifier", "description", "access",
         ]
         guard let name = string(object, "name", nil, nil) else {
             add(.missingValue, nil, nil, "an entity needs a 'name'")
@@ -162,6 +162,15 @@ struct JSONModelReader {
         entity.renamedFrom = string(object, "renamedFrom", name, nil)
         entity.versionHashModifier = string(object, "versionHashModifier", name, nil)
         entity.documentation = string(object, "description", name, nil)
+        if let access = string(object, "access", name, nil) {
+            if let known = EntityAccess(rawValue: access) {
+                entity.access = known
+            } else {
+                add(
+                    .invalidValue, name, nil,
+                    "access '\(access)' is not one of \(EntityAccess.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+        }
         entity.attributes = objects(object, "attributes", name).compactMap { readAttribute($0, entity: name) }
         entity.relationships = objects(object, "relationships", name).compactMap { readRelationship($0, entity: name) }
         entity.fetchedProperties = objects(object, "fetchedProperties", name).compactMap { item in

@@ -73,6 +73,7 @@ extension ObjectModel {
         if let renamedFrom = entity.renamedFrom { object["renamedFrom"] = .string(renamedFrom) }
         if let modifier = entity.versionHashModifier { object["versionHashModifier"] = .string(modifier) }
         if let documentation = entity.documentation { object["description"] = .string(documentation) }
+        if let access = entity.access { object["access"] = .string(access.rawValue) }
         return .object(object)
     }
 

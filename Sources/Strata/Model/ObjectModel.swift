@@ -72,6 +72,22 @@ public struct ObjectModel: Sendable {
     /// The entity named `name`.
     public func entity(named name: String) -> EntityDescription? { resolved[name]?.entity }
 
+    /// What a server lets clients do with `entity`: `overrides` for it or, failing that, its own
+    /// ``EntityDescription/access``; then the same for its nearest ancestor; else read-write.
+    public func access(of entity: String, overrides: [String: EntityAccess] = [:]) -> EntityAccess {
+        var current: String? = entity
+        while let name = current, let description = self.entity(named: name) {
+            if let access = overrides[name] ?? description.access { return access }
+            current = description.parent
+        }
+        return .readWrite
+    }
+
+    /// ``access(of:overrides:)`` of every entity.
+    public func resolvedAccess(overrides: [String: EntityAccess] = [:]) -> [String: EntityAccess] {
+        Dictionary(uniqueKeysWithValues: entityNames.map { ($0, access(of: $0, overrides: overrides)) })
+    }
+
     /// The same model with one more warning.
     func adding(warning: ModelIssue) throws(ModelError) -> ObjectModel {
         try ObjectModel(

@@ -8,17 +8,76 @@ public struct OpenAPIAccess: Sendable, Equatable {
     public var bearer: Bool
     /// The document itself needs a token.
     public var privateDocument: Bool
+    /// Entities served read-only (only their GET operations) or hidden (absent); others as usual.
+    public var entities: [String: EntityAccess]
 
     /// Anonymous access: no security scheme.
     public static let anonymous = OpenAPIAccess(bearer: false, privateDocument: false)
 
-    public init(bearer: Bool, privateDocument: Bool) {
+    public init(bearer: Bool, privateDocument: Bool, entities: [String: EntityAccess] = [:]) {
         self.bearer = bearer
         self.privateDocument = privateDocument
+        self.entities = entities
     }
 }
 
 extension OpenAPIBuilder {
+    /// `document` without hidden entities (their paths, sub-resources leading to them, schemas and
+    /// tags) and with only the reads of read-only ones.
+    static func restricted(_ document: OpenAPINode, _ access: [String: EntityAccess], model: ObjectModel)
+        -> OpenAPINode
+    {
+        let hidden = Set(access.filter { $0.value == .hidden }.keys)
+        let readOnly = Set(access.filter { $0.value == .readOnly }.keys)
+        guard !hidden.isEmpty || !readOnly.isEmpty else { return document }
+        var byResource: [String: String] = [:]
+        for entity in model.entityNames { byResource[model.resourcePath(of: entity)] = entity }
+        var paths: [(key: String, value: OpenAPINode)] = []
+        for (path, item) in document["paths"]?.members ?? [] {
+            let segments = path.split(separator: "/").map(String.init)
+            guard let first = segments.first, let entity = byResource[first] else {
+                paths.append((path, item))
+                continue
+            }
+            if hidden.contains(entity) { continue }
+            if segments.count == 3 {
+                let name = segments[2]
+                let destination =
+                    model.relationship(name, of: entity)?.destination
+                    ?? model.fetchedProperties(of: entity).first { $0.name == name }?.entity
+                if let destination, hidden.contains(destination) { continue }
+                paths.append((path, item))
+                continue
+            }
+            if readOnly.contains(entity) {
+                let writes: Set<String> = ["post", "patch", "put", "delete"]
+                paths.append((path, .object(item.members.filter { !writes.contains($0.key) })))
+            } else {
+                paths.append((path, item))
+            }
+        }
+        let builder = OpenAPIBuilder(model: model)
+        var removed: Set<String> = []
+        for entity in hidden {
+            let name = builder.schemaName(entity)
+            removed.formUnion([name, name + "Create", name + "Patch", name + "List"])
+        }
+        var components = document["components"] ?? .object([])
+        let schemas = (components["schemas"]?.members ?? []).filter { !removed.contains($0.key) }
+        components = components.setting("schemas", .object(schemas))
+        var result = document.setting("paths", .object(paths)).setting("components", components)
+        if case .array(let tags)? = document["tags"] {
+            result = result.setting(
+                "tags",
+                .array(
+                    tags.filter { tag in
+                        guard case .string(let name)? = tag["name"] else { return true }
+                        return !hidden.contains(name)
+                    }))
+        }
+        return result
+    }
+
     /// `document` with the bearer scheme of `access` declared, or as it is for anonymous access.
     static func secured(_ document: OpenAPINode, _ access: OpenAPIAccess) -> OpenAPINode {
         guard access.bearer else { return document }

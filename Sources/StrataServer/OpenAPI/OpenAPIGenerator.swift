@@ -12,17 +12,24 @@ import Strata
 public enum OpenAPIGenerator {
     /// The document as a JSON value.
     public static func document(for model: ObjectModel, access: OpenAPIAccess = .anonymous) -> JSONValue {
-        OpenAPIBuilder.secured(OpenAPIBuilder.document(for: model), access).json
+        OpenAPIBuilder.served(model, access).json
     }
 
     /// The document as indented JSON text, ending in a newline.
     public static func json(for model: ObjectModel, access: OpenAPIAccess = .anonymous) -> String {
-        OpenAPIBuilder.secured(OpenAPIBuilder.document(for: model), access).prettyJSON
+        OpenAPIBuilder.served(model, access).prettyJSON
     }
 
     /// The document as YAML text, ending in a newline.
     public static func yaml(for model: ObjectModel, access: OpenAPIAccess = .anonymous) -> String {
-        OpenAPIYAML.text(OpenAPIBuilder.secured(OpenAPIBuilder.document(for: model), access))
+        OpenAPIYAML.text(OpenAPIBuilder.served(model, access))
+    }
+}
+
+extension OpenAPIBuilder {
+    /// The document a server with `access` serves.
+    static func served(_ model: ObjectModel, _ access: OpenAPIAccess) -> OpenAPINode {
+        secured(restricted(document(for: model), access.entities, model: model), access)
     }
 }
 

@@ -92,6 +92,9 @@ extension RESTService {
         if path.contains("?") { throw Problem.badRequest("batch paths take no query string") }
         let sub = HTTPRequest(method: method, path: pathOnly, headers: headers, body: body)
         let route = Route(path: pathOnly, resources: resources)
+        if method != "GET", isReadOnly(route) {
+            throw Problem.methodNotAllowed(method, allowed: allowed(route))
+        }
         switch (method, route) {
         case ("POST", .collection(let entity)):
             let outcome = try create(entity, sub, child, refs: refs)
@@ -106,7 +109,7 @@ extension RESTService {
         case (_, .unknown): throw Problem.notFound("no resource at \(pathOnly)")
         case (_, .batch): throw Problem.badRequest("a batch cannot contain a batch")
         default:
-            throw Problem.methodNotAllowed(method, allowed: route.allowed)
+            throw Problem.methodNotAllowed(method, allowed: allowed(route))
         }
     }
 }

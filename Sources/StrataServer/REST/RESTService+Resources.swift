@@ -101,6 +101,9 @@ extension RESTService {
         let context = readContext()
         let objectID = try objectID(entity, id, in: context)
         if let relationship = model.relationship(name, of: objectID.entityName) {
+            guard access[relationship.destination] != .hidden else {
+                throw Problem.notFound("no resource at \(request.path)")
+            }
             do {
                 let object = try context.object(with: objectID)
                 if !relationship.isToMany {
@@ -118,7 +121,8 @@ extension RESTService {
                 throw Problem.from(error)
             }
         }
-        if model.fetchedProperties(of: objectID.entityName).contains(where: { $0.name == name }) {
+        if let fetched = model.fetchedProperties(of: objectID.entityName).first(where: { $0.name == name }) {
+            guard access[fetched.entity] != .hidden else { throw Problem.notFound("no resource at \(request.path)") }
             do {
                 let object = try context.object(with: objectID)
                 return try page(try context.fetch(fetchedProperty: name, of: object), request)
@@ -277,7 +281,7 @@ extension RESTService {
                 resolve: resolver(child, refs: refs))
             return .object(objectID, status: 200, location: false)
         default:
-            throw Problem.methodNotAllowed(request.method, allowed: Route.item(entity: entity, id: id).allowed)
+            throw Problem.methodNotAllowed(request.method, allowed: allowed(Route.item(entity: entity, id: id)))
         }
     }
 
@@ -343,7 +347,7 @@ extension RESTService {
     func indexDocument(detailed: Bool = true) -> JSONValue {
         let stores = reads.storeSummaries
         var entities: [JSONValue] = []
-        for entity in model.entities {
+        for entity in model.entities where access[entity.name] != .hidden {
             let store = stores.first { $0.identifier == prototypeByEntity[entity.name]?.storeIdentifier }
             entities.append(
                 .object([
@@ -359,7 +363,7 @@ extension RESTService {
                 "configuration": .string(store.configuration ?? ObjectModel.defaultConfiguration),
                 "url": detailed ? store.location.map { .string($0) } ?? .null : .null,
                 "serverVersion": detailed ? store.serverVersion.map { .string($0) } ?? .null : .null,
-                "entities": .array(store.entityNames.map { .string($0) }),
+                "entities": .array(store.entityNames.filter { access[$0] != .hidden }.map { .string($0) }),
             ])
         }
         return .object([

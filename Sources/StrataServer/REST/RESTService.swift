@@ -16,6 +16,8 @@ public final class RESTService: Sendable {
     public let metrics: Metrics
     let codec: ObjectCodec
     let resources: [String: String]
+    /// What clients may do with each entity (from the model, then the server's overrides).
+    let access: [String: EntityAccess]
     /// Entities in stores reached over a network (PostgreSQL): never cached, so reading one waits
     /// for a round trip and is not answered on a polling thread.
     let remoteEntities: Set<String>
@@ -43,9 +45,11 @@ public final class RESTService: Sendable {
     /// - Throws: ``Problem`` (status 500) when an entity is held by no store or by several.
     public init(
         root: ObjectContext, reads: any CommittedReads, metrics: Metrics = Metrics(),
-        openAPI: (@Sendable () -> (json: String, yaml: String))? = nil, readCacheLimit: Int = 10_000
+        openAPI: (@Sendable () -> (json: String, yaml: String))? = nil, readCacheLimit: Int = 10_000,
+        entityAccess: [String: EntityAccess] = [:]
     ) throws(Problem) {
         model = reads.model
+        access = reads.model.resolvedAccess(overrides: entityAccess)
         self.reads = reads
         // Writes from requests carry no If-Match unless the client sends one: per property, the
         // request's changes win over concurrent ones (If-Match is checked when the commit happens).
@@ -59,7 +63,8 @@ public final class RESTService: Sendable {
         var homeStores: [String: Set<String>] = [:]
         let routes = reads.routes
         for entity in reads.model.entityNames {
-            resources[reads.model.resourcePath(of: entity)] = entity
+            // A hidden entity has no routes: 404, as for a path that names nothing.
+            if access[entity] != .hidden { resources[reads.model.resourcePath(of: entity)] = entity }
             let holders = routes[entity] ?? []
             guard let prototype = reads.objectID(of: entity, primaryKey: 0) else {
                 throw Problem(
@@ -135,6 +140,17 @@ public final class RESTService: Sendable {
         }
     }
 
+    /// Whether `route` is a collection or object of a read-only entity.
+    func isReadOnly(_ route: Route) -> Bool {
+        switch route {
+        case .collection(let entity), .item(let entity, _): access[entity] == .readOnly
+        default: false
+        }
+    }
+
+    /// The methods `route` accepts: only reads for a read-only entity.
+    func allowed(_ route: Route) -> [String] { isReadOnly(route) ? ["GET", "HEAD"] : route.allowed }
+
     /// Answers one request without blocking the calling thread: a write to a collection or an
     /// object is prepared here and answered through `completion` when the root's group commit
     /// holding it is durable (on the thread that committed it); anything else runs ``handle(_:)``
@@ -197,6 +213,7 @@ public final class RESTService: Sendable {
     private func writeBody(_ request: HTTPRequest, _ route: Route)
         -> ((ObjectContext, inout [ObjectID: Int64]) throws(Problem) -> WriteOutcome)?
     {
+        if isReadOnly(route) { return nil }
         switch (request.method, route) {
         case ("POST", .collection(let entity)):
             return { [self] (child: ObjectContext, _: inout [ObjectID: Int64]) throws(Problem) in
@@ -215,11 +232,11 @@ public final class RESTService: Sendable {
         let method = request.method == "HEAD" ? "GET" : request.method
         if route == .unknown { throw Problem.notFound("no resource at \(request.path)") }
         if method == "OPTIONS" {
-            return HTTPResponse(status: 204, headers: [("Allow", route.allowed.joined(separator: ", "))])
+            return HTTPResponse(status: 204, headers: [("Allow", allowed(route).joined(separator: ", "))])
         }
-        guard route.allowed.contains(request.method) || (request.method == "HEAD" && route.allowed.contains("GET"))
-        else {
-            throw Problem.methodNotAllowed(request.method, allowed: route.allowed)
+        let methods = allowed(route)
+        guard methods.contains(request.method) || (request.method == "HEAD" && methods.contains("GET")) else {
+            throw Problem.methodNotAllowed(request.method, allowed: methods)
         }
         switch route {
         case .index:
@@ -248,7 +265,7 @@ public final class RESTService: Sendable {
         case .unknown: throw Problem.notFound("no resource at \(request.path)")
         }
         guard let body = writeBody(request, route) else {
-            throw Problem.methodNotAllowed(request.method, allowed: route.allowed)
+            throw Problem.methodNotAllowed(request.method, allowed: allowed(route))
         }
         return write(request, body)
     }

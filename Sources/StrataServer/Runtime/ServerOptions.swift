@@ -82,6 +82,8 @@ public struct ServerOptions: Sendable {
     public var allowAnonymous = false
     /// The OpenAPI document needs a `read` token too.
     public var privateOpenAPI = false
+    /// Entities served read-only or hidden, over what the model says (subentities follow).
+    public var entityAccess: [String: EntityAccess] = [:]
     /// Origins whose pages may call the server from a browser (`*`: any, anonymous access only).
     public var corsOrigins: [String] = []
 

@@ -151,7 +151,9 @@ public final class StrataServerInstance: Sendable {
             )
         }
         for warning in model.warnings { log("strata: model warning: \(warning)") }
-        let openAPIAccess = OpenAPIAccess(bearer: control.isEnabled, privateDocument: options.privateOpenAPI)
+        let openAPIAccess = OpenAPIAccess(
+            bearer: control.isEnabled, privateDocument: options.privateOpenAPI,
+            entities: model.resolvedAccess(overrides: options.entityAccess))
         do {
             try http.start()
         } catch {
@@ -175,7 +177,7 @@ public final class StrataServerInstance: Sendable {
                         )
                     ] in
                     document
-                })
+                }, entityAccess: options.entityAccess)
             coordinator.withLock { $0 = container.coordinator }
             for (entity, holders) in container.coordinator.routes.sorted(by: { $0.key < $1.key })
             where holders.count > 1 {
