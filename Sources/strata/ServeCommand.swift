@@ -29,6 +29,9 @@ enum ServeCommand {
           --max-header-bytes N    larger request headers get 431 (STRATA_MAX_HEADER_BYTES, default 16384)
           --query-budget SECONDS  the longest one fetch may run before the store stops it and the request
                                   gets 503 (STRATA_QUERY_BUDGET, default 5)
+          --rate-limit N[/BURST]  requests per second per client (its token, else its IP address), with
+                                  bursts of BURST (default 2×N); over it, 429 with Retry-After
+                                  (STRATA_RATE_LIMIT; default none); /live and /ready are not counted
           --max-connections N     simultaneous connections (STRATA_MAX_CONNECTIONS, default 1024)
           --log-format FORMAT     text or json access-log lines on stderr (STRATA_LOG_FORMAT, default text)
           --durability MODE       full (default): an acknowledged write survives power loss; normal: it
@@ -93,6 +96,7 @@ enum ServeCommand {
             ("STRATA_HOST", "--host"), ("STRATA_PORT", "--port"), ("STRATA_DATA_DIR", "--data-dir"),
             ("STRATA_MAX_BODY_BYTES", "--max-body-bytes"), ("STRATA_MAX_CONNECTIONS", "--max-connections"),
             ("STRATA_MAX_TARGET_BYTES", "--max-target-bytes"), ("STRATA_QUERY_BUDGET", "--query-budget"),
+            ("STRATA_RATE_LIMIT", "--rate-limit"),
             ("STRATA_MAX_HEADER_BYTES", "--max-header-bytes"),
             ("STRATA_LOG_FORMAT", "--log-format"), ("STRATA_DURABILITY", "--durability"),
             ("STRATA_MIGRATE", "--migrate"), ("STRATA_TOKENS_FILE", "--tokens-file"),
@@ -138,7 +142,7 @@ enum ServeCommand {
             let known = [
                 "--host", "--port", "--data-dir", "--model", "--store", "--max-body-bytes", "--max-connections",
                 "--log-format", "--durability", "--token", "--tokens-file", "--max-target-bytes", "--max-header-bytes",
-                "--query-budget", "--cors-origin", "--entity-access",
+                "--query-budget", "--cors-origin", "--entity-access", "--rate-limit",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -225,6 +229,14 @@ enum ServeCommand {
                 default: options.privateOpenAPI = flag
                 }
             case "--token": options.tokens.append(value)
+            case "--rate-limit":
+                let parts = value.split(separator: "/", maxSplits: 1).map { Double($0) }
+                guard let rate = parts.first ?? nil, rate > 0, parts.count == 1 || (parts[1] ?? 0) >= 1 else {
+                    throw ServeError(
+                        "--rate-limit takes requests per second, optionally /BURST (50 or 50/200), not '\(value)'")
+                }
+                options.rateLimit = rate
+                options.rateBurst = parts.count == 2 ? parts[1]! : 2 * rate
             case "--entity-access":
                 let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
                 guard parts.count == 2, let access = EntityAccess(rawValue: parts[1]) else {

@@ -99,3 +99,32 @@ import Testing
         #expect(try client.send("GET", "/live").status == 200)
     }
 }
+
+/// `--rate-limit`: a bucket per token, else per address.
+@Suite struct RateLimitTests {
+    @Test func aClientOverItsRateGets429WithRetryAfterAndOthersGoOn() throws {
+        let fixture = try ServerFixture {
+            $0.rateLimit = 2
+            $0.rateBurst = 5
+            $0.tokens = ["one:read:first-token-0123456789", "two:read:second-token-0123456789"]
+        }
+        let one = ["Authorization": "Bearer first-token-0123456789"]
+        var statuses: [Int] = []
+        for _ in 0..<7 { statuses.append(try fixture.client.send("GET", "/books", headers: one).status) }
+        #expect(statuses.prefix(5).allSatisfy { $0 == 200 }, "\(statuses)")
+        #expect(statuses.suffix(2).allSatisfy { $0 == 429 }, "\(statuses)")
+        let limited = try fixture.client.send("GET", "/books", headers: one)
+        #expect(limited.status == 429)
+        #expect(limited.header("Retry-After") == "1")
+        #expect(limited.header("Content-Type") == "application/problem+json")
+        #expect(String(decoding: limited.body, as: UTF8.self).contains("token one"))
+        // Another token has its own bucket; health checks are never counted.
+        #expect(
+            try fixture.client.send("GET", "/books", headers: ["Authorization": "Bearer second-token-0123456789"])
+                .status == 200)
+        for _ in 0..<10 { #expect(try fixture.client.send("GET", "/live").status == 200) }
+        // The bucket refills at the rate.
+        usleep(1_100_000)
+        #expect(try fixture.client.send("GET", "/books", headers: one).status == 200)
+    }
+}

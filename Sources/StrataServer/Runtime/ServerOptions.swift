@@ -82,6 +82,10 @@ public struct ServerOptions: Sendable {
     public var allowAnonymous = false
     /// The OpenAPI document needs a `read` token too.
     public var privateOpenAPI = false
+    /// Requests per second each client (bearer token, else IP address) may send; 0: no limit.
+    public var rateLimit = 0.0
+    /// How many requests a client may send at once above the rate; 0: twice the rate.
+    public var rateBurst = 0.0
     /// Entities served read-only or hidden, over what the model says (subentities follow).
     public var entityAccess: [String: EntityAccess] = [:]
     /// Origins whose pages may call the server from a browser (`*`: any, anonymous access only).

@@ -60,11 +60,27 @@ public final class StrataServerInstance: Sendable {
             logLine(StrataServerInstance.accessLine(request, response, milliseconds, format: format))
             return response
         }
+        let limiter =
+            options.rateLimit > 0
+            ? RateLimiter(
+                rate: options.rateLimit, burst: options.rateBurst > 0 ? options.rateBurst : 2 * options.rateLimit)
+            : nil
+        /// 429 when the request's client (its token, else its address) is over the rate.
+        let limited: @Sendable (HTTPRequest) -> HTTPResponse? = { request in
+            guard let limiter, request.path != "/live", request.path != "/ready" else { return nil }
+            let client = request.attributes["token"].map { "token:" + $0 } ?? "ip:" + request.remoteAddress
+            guard let wait = limiter.take(client) else { return nil }
+            return Problem(
+                429, "Too Many Requests",
+                "more than \(String(format: "%g", options.rateLimit)) requests per second from \(request.attributes["token"].map { "token " + $0 } ?? request.remoteAddress); try again in \(wait) s",
+                headers: [("Retry-After", String(wait))]
+            ).response
+        }
         /// The request on behalf of its token, or the answer refusing it.
         let authorized: @Sendable (HTTPRequest) -> (HTTPRequest, HTTPResponse?) = { request in
-            guard let control else { return (request, nil) }
+            guard let control else { return (request, limited(request)) }
             switch control.decide(request) {
-            case .open: return (request, nil)
+            case .open: return (request, limited(request))
             case .denied(let response, let token):
                 var request = request
                 request.attributes["token"] = token
@@ -73,7 +89,7 @@ public final class StrataServerInstance: Sendable {
                 var request = request
                 request.attributes["token"] = token.name
                 request.attributes["scopes"] = token.scopes.sorted().map(\.rawValue).joined(separator: ",")
-                return (request, nil)
+                return (request, limited(request))
             }
         }
         http = HTTPServer(
