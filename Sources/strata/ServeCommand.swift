@@ -32,6 +32,9 @@ enum ServeCommand {
           --rate-limit N[/BURST]  requests per second per client (its token, else its IP address), with
                                   bursts of BURST (default 2×N); over it, 429 with Retry-After
                                   (STRATA_RATE_LIMIT; default none); /live and /ready are not counted
+          --idempotency-hours H   how long the answer to a write sent with an Idempotency-Key is kept,
+                                  per token, in <data-dir>/_idempotency.sqlite (STRATA_IDEMPOTENCY_HOURS,
+                                  default 24; 0 ignores the header)
           --max-connections N     simultaneous connections (STRATA_MAX_CONNECTIONS, default 1024)
           --log-format FORMAT     text or json access-log lines on stderr (STRATA_LOG_FORMAT, default text)
           --durability MODE       full (default): an acknowledged write survives power loss; normal: it
@@ -96,7 +99,7 @@ enum ServeCommand {
             ("STRATA_HOST", "--host"), ("STRATA_PORT", "--port"), ("STRATA_DATA_DIR", "--data-dir"),
             ("STRATA_MAX_BODY_BYTES", "--max-body-bytes"), ("STRATA_MAX_CONNECTIONS", "--max-connections"),
             ("STRATA_MAX_TARGET_BYTES", "--max-target-bytes"), ("STRATA_QUERY_BUDGET", "--query-budget"),
-            ("STRATA_RATE_LIMIT", "--rate-limit"),
+            ("STRATA_RATE_LIMIT", "--rate-limit"), ("STRATA_IDEMPOTENCY_HOURS", "--idempotency-hours"),
             ("STRATA_MAX_HEADER_BYTES", "--max-header-bytes"),
             ("STRATA_LOG_FORMAT", "--log-format"), ("STRATA_DURABILITY", "--durability"),
             ("STRATA_MIGRATE", "--migrate"), ("STRATA_TOKENS_FILE", "--tokens-file"),
@@ -143,6 +146,7 @@ enum ServeCommand {
                 "--host", "--port", "--data-dir", "--model", "--store", "--max-body-bytes", "--max-connections",
                 "--log-format", "--durability", "--token", "--tokens-file", "--max-target-bytes", "--max-header-bytes",
                 "--query-budget", "--cors-origin", "--entity-access", "--rate-limit",
+                "--idempotency-hours",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -229,6 +233,11 @@ enum ServeCommand {
                 default: options.privateOpenAPI = flag
                 }
             case "--token": options.tokens.append(value)
+            case "--idempotency-hours":
+                guard let hours = Double(value), hours >= 0, hours <= 24 * 365 else {
+                    throw ServeError("--idempotency-hours must be a number of hours from 0 to 8760, not '\(value)'")
+                }
+                options.idempotencyHours = hours
             case "--rate-limit":
                 let parts = value.split(separator: "/", maxSplits: 1).map { Double($0) }
                 guard let rate = parts.first ?? nil, rate > 0, parts.count == 1 || (parts[1] ?? 0) >= 1 else {

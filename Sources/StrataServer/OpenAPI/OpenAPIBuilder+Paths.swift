@@ -346,6 +346,18 @@ extension OpenAPIBuilder {
                 ]
             ),
             (
+                "IdempotencyKey",
+                [
+                    "name": "Idempotency-Key", "in": "header", "required": false,
+                    "description": .string(
+                        "Any 1 to 255 visible ASCII characters naming this write: a retry with the same key and the "
+                            + "same request gets the first answer again (with `Idempotent-Replayed: true`) and changes "
+                            + "nothing; the same key for another request is 422; while the first still runs, 409. "
+                            + "Kept per token for 24 hours, across restarts."),
+                    "schema": ["type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"],
+                ]
+            ),
+            (
                 "IfMatch",
                 [
                     "name": "If-Match", "in": "header", "required": false,

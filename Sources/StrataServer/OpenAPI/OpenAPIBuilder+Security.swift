@@ -78,6 +78,36 @@ extension OpenAPIBuilder {
         return result
     }
 
+    /// `document` with the `Idempotency-Key` header on every write, and the 409 and 422 it can
+    /// bring.
+    static func idempotent(_ document: OpenAPINode) -> OpenAPINode {
+        let writes: Set<String> = ["post", "patch", "put", "delete"]
+        var paths: [(key: String, value: OpenAPINode)] = []
+        for (path, item) in document["paths"]?.members ?? [] {
+            var members: [(key: String, value: OpenAPINode)] = []
+            for (method, operation) in item.members {
+                guard writes.contains(method) else {
+                    members.append((method, operation))
+                    continue
+                }
+                var parameters: [OpenAPINode] = []
+                if case .array(let given)? = operation["parameters"] { parameters = given }
+                parameters.append(["$ref": "#/components/parameters/IdempotencyKey"])
+                var responses = operation["responses"] ?? .object([])
+                if responses["409"] == nil {
+                    responses = responses.setting("409", ["$ref": "#/components/responses/Conflict"])
+                }
+                if responses["422"] == nil {
+                    responses = responses.setting("422", ["$ref": "#/components/responses/UnprocessableContent"])
+                }
+                members.append(
+                    (method, operation.setting("parameters", .array(parameters)).setting("responses", responses)))
+            }
+            paths.append((path, .object(members)))
+        }
+        return document.setting("paths", .object(paths))
+    }
+
     /// `document` with the bearer scheme of `access` declared, or as it is for anonymous access.
     static func secured(_ document: OpenAPINode, _ access: OpenAPIAccess) -> OpenAPINode {
         guard access.bearer else { return document }

@@ -29,7 +29,7 @@ public enum OpenAPIGenerator {
 extension OpenAPIBuilder {
     /// The document a server with `access` serves.
     static func served(_ model: ObjectModel, _ access: OpenAPIAccess) -> OpenAPINode {
-        secured(restricted(document(for: model), access.entities, model: model), access)
+        secured(idempotent(restricted(document(for: model), access.entities, model: model)), access)
     }
 }
 

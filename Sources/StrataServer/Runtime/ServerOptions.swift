@@ -82,6 +82,9 @@ public struct ServerOptions: Sendable {
     public var allowAnonymous = false
     /// The OpenAPI document needs a `read` token too.
     public var privateOpenAPI = false
+    /// How long answers to requests with an `Idempotency-Key` are kept, in hours; 0: the header
+    /// is ignored.
+    public var idempotencyHours = 24.0
     /// Requests per second each client (bearer token, else IP address) may send; 0: no limit.
     public var rateLimit = 0.0
     /// How many requests a client may send at once above the rate; 0: twice the rate.

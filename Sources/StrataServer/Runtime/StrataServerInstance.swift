@@ -20,6 +20,8 @@ public final class StrataServerInstance: Sendable {
     private let access: Result<AccessControl, ServeError>
     /// Which web pages may call it, or why the origins given cannot be used.
     private let cors: Result<CORSPolicy, ServeError>
+    /// The answers to requests with an `Idempotency-Key`, once the server runs.
+    private let ledger = Locked<IdempotencyLedger?>(nil)
 
     /// Prepares a server for `model`.
     /// - Parameter log: receives one access-log line per request (stderr by default).
@@ -92,6 +94,12 @@ public final class StrataServerInstance: Sendable {
                 return (request, limited(request))
             }
         }
+        let ledger = self.ledger
+        /// A write with an `Idempotency-Key`: its first answer again, a refusal, or how to keep
+        /// the answer it is about to get.
+        let idempotent: @Sendable (HTTPRequest) -> IdempotentStep = { request in
+            StrataServerInstance.idempotencyStep(request, ledger: ledger.withLock { $0 })
+        }
         http = HTTPServer(
             configuration: configuration,
             handler: { incoming in
@@ -102,10 +110,13 @@ public final class StrataServerInstance: Sendable {
                 }
                 let (request, refusal) = authorized(incoming)
                 if let refusal { return logged(request, refusal, begin) }
-                let response =
-                    service.withLock({ $0 })?.handle(request)
-                    ?? StrataServerInstance.notReady(request, metrics: metrics)
-                return logged(request, response, begin)
+                guard let ready = service.withLock({ $0 }) else {
+                    return logged(request, StrataServerInstance.notReady(request, metrics: metrics), begin)
+                }
+                switch idempotent(request) {
+                case .answer(let response): return logged(request, response, begin)
+                case .proceed(let keep): return logged(request, keep(ready.handle(request)), begin)
+                }
             },
             tooLarge: { request in
                 let response: HTTPResponse
@@ -146,7 +157,11 @@ public final class StrataServerInstance: Sendable {
                     respond(StrataServerInstance.notReady(request, metrics: metrics))
                     return
                 }
-                ready.handle(request, lead: responder.runBlocking, completion: respond)
+                switch idempotent(request) {
+                case .answer(let response): respond(response)
+                case .proceed(let keep):
+                    ready.handle(request, lead: responder.runBlocking) { respond(keep($0)) }
+                }
             })
     }
 
@@ -167,6 +182,17 @@ public final class StrataServerInstance: Sendable {
             )
         }
         for warning in model.warnings { log("strata: model warning: \(warning)") }
+        if options.idempotencyHours > 0 {
+            let path = options.dataDirectory + "/_idempotency.sqlite"
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: options.dataDirectory, withIntermediateDirectories: true)
+                let opened = try IdempotencyLedger(path: path, lifetime: options.idempotencyHours * 3600)
+                ledger.withLock { $0 = opened }
+            } catch {
+                throw ServeError("cannot keep idempotency keys in \(path): \(error)")
+            }
+        }
         let openAPIAccess = OpenAPIAccess(
             bearer: control.isEnabled, privateDocument: options.privateOpenAPI,
             entities: model.resolvedAccess(overrides: options.entityAccess))
