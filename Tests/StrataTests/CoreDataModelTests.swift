@@ -160,6 +160,22 @@ import Testing
         #expect(retyped.versionHash(of: "Author") == base.versionHash(of: "Author"))
     }
 
+    /// Found by the model-coredata fuzz target: Foundation's XMLParser traps on an element name
+    /// that is not UTF-8, which took the whole server down at start-up.
+    @Test func aModelThatIsNotUTF8IsRefusedNotACrash() throws {
+        var bytes = Array(#"<?xml version="1.0"?><model><relati"#.utf8)
+        bytes += [0xC3, 0x28]
+        bytes += Array(#"onship name="x"/></model>"#.utf8)
+        var thrown: ModelError?
+        do {
+            _ = try ObjectModel.loadCoreDataContents(Data(bytes), file: "bad.xcdatamodel", name: "Bad")
+        } catch {
+            thrown = error
+        }
+        #expect(thrown?.kind == .malformed)
+        #expect("\(thrown.map { "\($0)" } ?? "")".contains("the byte at offset 35 is not valid UTF-8"))
+    }
+
     @Test func coreDataSpellingsMapToTheModel() throws {
         let model = try Self.load(
             #"""

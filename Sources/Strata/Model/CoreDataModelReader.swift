@@ -23,6 +23,27 @@ struct ModelXMLNode: Sendable {
     /// Parses an XML document into its root element.
     /// - Throws: ``ModelError`` of kind `.malformed` naming `file`, the line and the parser's reason.
     static func parse(_ data: Data, file: String) throws(ModelError) -> ModelXMLNode {
+        // Core Data writes UTF-8; Foundation's XMLParser traps on a name that is not valid UTF-8
+        // instead of failing, so such a file is refused here, naming where.
+        if String(validating: data, as: UTF8.self) == nil {
+            var valid = 0
+            var decoder = Unicode.UTF8.ForwardParser()
+            var bytes = data.makeIterator()
+            scanning: while true {
+                switch decoder.parseScalar(from: &bytes) {
+                case .valid(let scalar): valid += scalar.count
+                case .error, .emptyInput: break scanning
+                }
+            }
+            let line = data.prefix(valid).reduce(1) { $0 + ($1 == 10 ? 1 : 0) }
+            throw ModelError(
+                .malformed, file: file,
+                issues: [
+                    ModelIssue(
+                        .invalidValue,
+                        "line \(line): the byte at offset \(valid) is not valid UTF-8; a Core Data model is UTF-8")
+                ])
+        }
         let parser = XMLParser(data: data)
         let builder = XMLTreeBuilder()
         parser.delegate = builder
