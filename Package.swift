@@ -34,6 +34,12 @@ let package = Package(
         .target(name: "StrataHTTP", dependencies: ["CMicroHTTPD"]),
         // REST, OpenAPI and the server runtime over the two.
         .target(name: "StrataServer", dependencies: ["Strata", "StrataHTTP"]),
+        // Fuzz targets: libFuzzer's when built with -sanitize=fuzzer -DFUZZING (scripts/fuzz), a
+        // replay of saved inputs otherwise.
+        .target(name: "CFuzzDriver"),
+        .executableTarget(
+            name: "strata-fuzz", dependencies: ["Strata", "StrataHTTP", "StrataServer", "CFuzzDriver"],
+            path: "Sources/StrataFuzz"),
         // A throwaway PostgreSQL cluster for the test suites and `strata bench`.
         .target(name: "StrataPGCluster"),
         .executableTarget(
