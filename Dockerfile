@@ -12,7 +12,8 @@ RUN swift build -c release --static-swift-stdlib --product strata \
     && install -D -m 0755 .build/release/strata /out/strata
 
 # Runtime stage: only the shared libraries the binary links (see scripts/check-container):
-# SQLite, libmicrohttpd, libpq (PostgreSQL stores), and libxml2 (Foundation's XML parser reads Core
+# SQLite, libmicrohttpd (with GnuTLS, which it depends on, for --tls-cert), libpq (PostgreSQL
+# stores), and libxml2 (Foundation's XML parser reads Core
 # Data .xcdatamodel files).
 FROM debian:bookworm-slim
 RUN apt-get update \

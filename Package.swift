@@ -31,7 +31,10 @@ let package = Package(
         .target(
             name: "Strata", dependencies: ["CSQLite", "CLibPQ"], linkerSettings: [.linkedLibrary("_FoundationICU")]),
         // The libmicrohttpd wrapper: requests in, responses out. Imports no Strata module.
-        .target(name: "StrataHTTP", dependencies: ["CMicroHTTPD"]),
+        .target(name: "StrataHTTP", dependencies: ["CMicroHTTPD", "CTLSCredentials"]),
+        // The TLS certificate libmicrohttpd presents, through GnuTLS (libmicrohttpd-dev brings
+        // libgnutls28-dev), swappable while serving.
+        .target(name: "CTLSCredentials", linkerSettings: [.linkedLibrary("gnutls")]),
         // REST, OpenAPI and the server runtime over the two.
         .target(name: "StrataServer", dependencies: ["Strata", "StrataHTTP"]),
         // Fuzz targets: libFuzzer's when built with -sanitize=fuzzer -DFUZZING (scripts/fuzz), a

@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import CTLSCredentials
 
 #if canImport(Glibc)
     import Glibc
@@ -20,6 +21,7 @@ extension HTTPServer {
         let pollingThreads =
             configuration.pollingThreads > 0 ? configuration.pollingThreads : sysconf(Int32(_SC_NPROCESSORS_ONLN))
         if isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        if configuration.tls { flags |= MHD_USE_TLS.rawValue }
         var options = [
             // First, so that start-up errors reach it.
             cmhd_option_logger(
@@ -50,8 +52,12 @@ extension HTTPServer {
             // that the decoded bytes are never re-read as C strings (`%00`) and the rules are ours.
             cmhd_option_unescape({ _, _, string in string.map { strlen($0) } ?? 0 }, nil),
             cmhd_option_pointer(.SOCK_ADDR, address),
-            cmhd_option_end(),
         ]
+        // Each handshake asks for the credentials in force, so a reload needs no restart.
+        if configuration.tls {
+            options.append(cmhd_option_pointer(.HTTPS_CERT_CALLBACK, strata_tls_certificate_callback()))
+        }
+        options.append(cmhd_option_end())
         return cmhd_start_daemon(
             flags, configuration.port,
             { cls, connection, url, method, _, uploadData, uploadSize, state in

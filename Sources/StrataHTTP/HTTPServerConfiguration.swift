@@ -29,6 +29,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// The most threads running handlers that do not answer inline (see ``HTTPServer``); 0 means
     /// `maxConnections`, so no such request waits for another to finish.
     public var maxHandlerThreads: Int = 0
+    /// Serve HTTPS with the credentials ``TLSCredentials/load(certificate:key:)`` loaded (load
+    /// them before ``HTTPServer/start()``).
+    public var tls = false
     /// The longest ``HTTPServer/stop()`` waits for requests in flight before closing connections.
     public var shutdownGraceSeconds: Int = 30
 

@@ -1,4 +1,5 @@
 import Foundation
+import StrataHTTP
 
 #if canImport(Glibc)
     import Glibc
@@ -52,9 +53,20 @@ enum HealthCommand {
             return 1
         }
         let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-        guard write(fd, request, request.count) == request.count else { return 1 }
         var buffer = [UInt8](repeating: 0, count: 512)
-        let count = read(fd, &buffer, buffer.count)
+        var count = 0
+        // A server given a certificate (STRATA_TLS_CERT, as the container passes it) speaks HTTPS.
+        if !(environment["STRATA_TLS_CERT"] ?? "").isEmpty {
+            guard let answer = TLSCredentials.exchange(socket: fd, request: request) else {
+                printError("strata health: no TLS answer on 127.0.0.1:\(port)")
+                return 1
+            }
+            buffer = answer
+            count = answer.count
+        } else {
+            guard write(fd, request, request.count) == request.count else { return 1 }
+            count = read(fd, &buffer, buffer.count)
+        }
         guard count > 0 else { return 1 }
         let statusLine = String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\r\n").first ?? ""
         if statusLine.split(separator: " ").dropFirst().first == "200" { return 0 }

@@ -58,6 +58,8 @@ enum ServeCommand {
                                   hidden (404, absent from / and the OpenAPI document), or read-write
                                   over what the model says; repeatable (STRATA_ENTITY_ACCESS,
                                   comma-separated)
+          --tls-cert PATH         serve HTTPS with this PEM certificate chain (STRATA_TLS_CERT), and
+          --tls-key PATH          this PEM private key (STRATA_TLS_KEY); both re-read on SIGHUP
           --cors-origin ORIGIN    a web origin (https://app.example.org) whose pages may call the server
                                   from a browser; repeatable (STRATA_CORS_ORIGINS, comma-separated); *
                                   for any, only without tokens
@@ -100,6 +102,7 @@ enum ServeCommand {
             ("STRATA_MAX_BODY_BYTES", "--max-body-bytes"), ("STRATA_MAX_CONNECTIONS", "--max-connections"),
             ("STRATA_MAX_TARGET_BYTES", "--max-target-bytes"), ("STRATA_QUERY_BUDGET", "--query-budget"),
             ("STRATA_RATE_LIMIT", "--rate-limit"), ("STRATA_IDEMPOTENCY_HOURS", "--idempotency-hours"),
+            ("STRATA_TLS_CERT", "--tls-cert"), ("STRATA_TLS_KEY", "--tls-key"),
             ("STRATA_MAX_HEADER_BYTES", "--max-header-bytes"),
             ("STRATA_LOG_FORMAT", "--log-format"), ("STRATA_DURABILITY", "--durability"),
             ("STRATA_MIGRATE", "--migrate"), ("STRATA_TOKENS_FILE", "--tokens-file"),
@@ -146,7 +149,7 @@ enum ServeCommand {
                 "--host", "--port", "--data-dir", "--model", "--store", "--max-body-bytes", "--max-connections",
                 "--log-format", "--durability", "--token", "--tokens-file", "--max-target-bytes", "--max-header-bytes",
                 "--query-budget", "--cors-origin", "--entity-access", "--rate-limit",
-                "--idempotency-hours",
+                "--idempotency-hours", "--tls-cert", "--tls-key",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -238,6 +241,8 @@ enum ServeCommand {
                     throw ServeError("--idempotency-hours must be a number of hours from 0 to 8760, not '\(value)'")
                 }
                 options.idempotencyHours = hours
+            case "--tls-cert": options.tlsCertificate = value
+            case "--tls-key": options.tlsKey = value
             case "--rate-limit":
                 let parts = value.split(separator: "/", maxSplits: 1).map { Double($0) }
                 guard let rate = parts.first ?? nil, rate > 0, parts.count == 1 || (parts[1] ?? 0) >= 1 else {
@@ -307,7 +312,7 @@ enum ServeCommand {
             return 1
         }
         printError(
-            "strata serve: \(model.name) on http://\(options.host):\(server.port) (stores: \(options.storeDescriptions(for: model).map { "\($0.configuration ?? ObjectModel.defaultConfiguration)=\($0.url?.path ?? "memory")" }.joined(separator: ", ")))"
+            "strata serve: \(model.name) on \(server.isTLS ? "https" : "http")://\(options.host):\(server.port) (stores: \(options.storeDescriptions(for: model).map { "\($0.configuration ?? ObjectModel.defaultConfiguration)=\($0.url?.path ?? "memory")" }.joined(separator: ", ")))"
         )
         if let reason = server.accessSummary { printError("strata serve: \(reason)") }
         let stopped = DispatchSemaphore(value: 0)
@@ -320,6 +325,13 @@ enum ServeCommand {
                 printError("strata serve: SIGHUP: \(count) token\(count == 1 ? "" : "s") in force")
             } catch {
                 printError("strata serve: SIGHUP: \(error.message); the tokens in force stay")
+            }
+            guard server.isTLS else { return }
+            do throws(ServeError) {
+                try server.reloadTLS()
+                printError("strata serve: SIGHUP: TLS certificate and key read again")
+            } catch {
+                printError("strata serve: SIGHUP: \(error.message); the certificate in force stays")
             }
         }
         hangUp.resume()

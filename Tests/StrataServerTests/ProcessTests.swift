@@ -53,9 +53,9 @@ final class StrataProcess: @unchecked Sendable {
 
     /// The port from the "on http://host:port" start-up line.
     func port() -> UInt16? {
-        guard waitFor("on http://") else { return nil }
+        guard waitFor(" on http") else { return nil }
         let text = stderr.current
-        guard let range = text.range(of: #"on http://[^:]+:(\d+)"#, options: .regularExpression) else { return nil }
+        guard let range = text.range(of: #"on https?://[^:]+:(\d+)"#, options: .regularExpression) else { return nil }
         return UInt16(text[range].split(separator: ":").last!)
     }
 

@@ -91,6 +91,9 @@ public struct ServerOptions: Sendable {
     public var rateBurst = 0.0
     /// Entities served read-only or hidden, over what the model says (subentities follow).
     public var entityAccess: [String: EntityAccess] = [:]
+    /// The PEM certificate chain and private key to serve HTTPS with (both, or neither).
+    public var tlsCertificate: String?
+    public var tlsKey: String?
     /// Origins whose pages may call the server from a browser (`*`: any, anonymous access only).
     public var corsOrigins: [String] = []
 

@@ -33,6 +33,7 @@ public final class StrataServerInstance: Sendable {
         configuration.host = options.host
         configuration.port = options.port
         configuration.maxBodyBytes = options.maxBodyBytes
+        configuration.tls = options.tlsCertificate != nil || options.tlsKey != nil
         configuration.maxTargetBytes = options.maxTargetBytes
         configuration.maxHeaderBytes = options.maxHeaderBytes
         configuration.maxConnections = options.maxConnections
@@ -181,6 +182,7 @@ public final class StrataServerInstance: Sendable {
                 "refusing to serve \(options.host) without access tokens, which would let anyone who reaches the port change everything: give tokens (--token NAME:read,write:SECRET or STRATA_TOKENS_FILE), or allow anonymous access (--allow-anonymous or STRATA_ALLOW_ANONYMOUS=1)"
             )
         }
+        if options.tlsCertificate != nil || options.tlsKey != nil { try reloadTLS() }
         for warning in model.warnings { log("strata: model warning: \(warning)") }
         if options.idempotencyHours > 0 {
             let path = options.dataDirectory + "/_idempotency.sqlite"
@@ -253,6 +255,28 @@ public final class StrataServerInstance: Sendable {
     public func reloadTokens() throws(ServeError) -> Int {
         try access.get().reload()
     }
+
+    /// Reads the TLS certificate and key files again (SIGHUP): new connections get them, open
+    /// ones keep theirs; on an error the ones in force stay.
+    public func reloadTLS() throws(ServeError) {
+        guard let certificate = options.tlsCertificate, let key = options.tlsKey else {
+            throw ServeError("HTTPS needs both --tls-cert and --tls-key")
+        }
+        guard let chain = FileManager.default.contents(atPath: certificate) else {
+            throw ServeError("cannot read the TLS certificate \(certificate)")
+        }
+        guard let secret = FileManager.default.contents(atPath: key) else {
+            throw ServeError("cannot read the TLS key \(key)")
+        }
+        do throws(HTTPServerError) {
+            try TLSCredentials.load(certificate: Array(chain), key: Array(secret))
+        } catch {
+            throw ServeError("\(error.message) (\(certificate), \(key))")
+        }
+    }
+
+    /// Whether the server speaks HTTPS.
+    public var isTLS: Bool { options.tlsCertificate != nil || options.tlsKey != nil }
 
     /// Whether `host` is a loopback address (only this machine reaches it).
     static func isLoopback(_ host: String) -> Bool {
