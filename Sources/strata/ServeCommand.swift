@@ -35,6 +35,10 @@ enum ServeCommand {
           --idempotency-hours H   how long the answer to a write sent with an Idempotency-Key is kept,
                                   per token, in <data-dir>/_idempotency.sqlite (STRATA_IDEMPOTENCY_HOURS,
                                   default 24; 0 ignores the header)
+          --max-connections-per-ip N
+                                  simultaneous connections from one address; more are refused
+                                  (STRATA_MAX_CONNECTIONS_PER_IP, default 256, 0 for none)
+          --idle-timeout SECONDS  a connection silent this long is closed (STRATA_IDLE_TIMEOUT, default 30)
           --max-connections N     simultaneous connections (STRATA_MAX_CONNECTIONS, default 1024)
           --log-format FORMAT     text or json access-log lines on stderr (STRATA_LOG_FORMAT, default text)
           --durability MODE       full (default): an acknowledged write survives power loss; normal: it
@@ -102,7 +106,8 @@ enum ServeCommand {
             ("STRATA_MAX_BODY_BYTES", "--max-body-bytes"), ("STRATA_MAX_CONNECTIONS", "--max-connections"),
             ("STRATA_MAX_TARGET_BYTES", "--max-target-bytes"), ("STRATA_QUERY_BUDGET", "--query-budget"),
             ("STRATA_RATE_LIMIT", "--rate-limit"), ("STRATA_IDEMPOTENCY_HOURS", "--idempotency-hours"),
-            ("STRATA_TLS_CERT", "--tls-cert"), ("STRATA_TLS_KEY", "--tls-key"),
+            ("STRATA_TLS_CERT", "--tls-cert"), ("STRATA_MAX_CONNECTIONS_PER_IP", "--max-connections-per-ip"),
+            ("STRATA_IDLE_TIMEOUT", "--idle-timeout"), ("STRATA_TLS_KEY", "--tls-key"),
             ("STRATA_MAX_HEADER_BYTES", "--max-header-bytes"),
             ("STRATA_LOG_FORMAT", "--log-format"), ("STRATA_DURABILITY", "--durability"),
             ("STRATA_MIGRATE", "--migrate"), ("STRATA_TOKENS_FILE", "--tokens-file"),
@@ -149,7 +154,7 @@ enum ServeCommand {
                 "--host", "--port", "--data-dir", "--model", "--store", "--max-body-bytes", "--max-connections",
                 "--log-format", "--durability", "--token", "--tokens-file", "--max-target-bytes", "--max-header-bytes",
                 "--query-budget", "--cors-origin", "--entity-access", "--rate-limit",
-                "--idempotency-hours", "--tls-cert", "--tls-key",
+                "--idempotency-hours", "--tls-cert", "--tls-key", "--max-connections-per-ip", "--idle-timeout",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -241,6 +246,17 @@ enum ServeCommand {
                     throw ServeError("--idempotency-hours must be a number of hours from 0 to 8760, not '\(value)'")
                 }
                 options.idempotencyHours = hours
+            case "--max-connections-per-ip", "--idle-timeout":
+                guard let number = Int(value), number >= 0, number <= 1_000_000, name != "--idle-timeout" || number > 0
+                else {
+                    throw ServeError(
+                        "\(name) must be a \(name == "--idle-timeout" ? "positive " : "")number, not '\(value)'")
+                }
+                if name == "--idle-timeout" {
+                    options.idleTimeoutSeconds = number
+                } else {
+                    options.maxConnectionsPerIP = number
+                }
             case "--tls-cert": options.tlsCertificate = value
             case "--tls-key": options.tlsKey = value
             case "--rate-limit":

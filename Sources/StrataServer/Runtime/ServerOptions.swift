@@ -64,6 +64,10 @@ public struct ServerOptions: Sendable {
     public var maxTargetBytes = 32768
     /// Larger request headers are refused with 431.
     public var maxHeaderBytes = 16384
+    /// Simultaneous connections from one IP address (0: no limit of its own).
+    public var maxConnectionsPerIP = 256
+    /// Seconds a connection may stay idle (no bytes either way) before it is closed.
+    public var idleTimeoutSeconds = 30
     /// Simultaneous connections.
     public var maxConnections = 1024
     /// `text` or `json` access-log lines.

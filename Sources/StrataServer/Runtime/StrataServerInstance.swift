@@ -37,6 +37,8 @@ public final class StrataServerInstance: Sendable {
         configuration.maxTargetBytes = options.maxTargetBytes
         configuration.maxHeaderBytes = options.maxHeaderBytes
         configuration.maxConnections = options.maxConnections
+        configuration.perIPConnectionLimit = options.maxConnectionsPerIP
+        configuration.connectionTimeoutSeconds = options.idleTimeoutSeconds
         let service = self.service
         let metrics = self.metrics
         let logLine = self.log
