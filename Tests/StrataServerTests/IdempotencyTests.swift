@@ -100,3 +100,18 @@ import Testing
         #expect(try short.claim(scope: "s", key: "k", fingerprint: "f") == .claimed)
     }
 }
+
+extension IdempotencyTests {
+    /// Found by schemathesis: a key on a method a path does not take was checked before the
+    /// method, so a reused key answered 422 where the path answers 405.
+    @Test func aKeyOnARequestThatIsNoWriteChangesNothingAboutItsAnswer() throws {
+        let fixture = try ServerFixture { $0.entityAccess = ["Tag": .readOnly] }
+        let client = fixture.client
+        #expect(try client.send("POST", "/authors", json: #"{"name": "A"}"#, headers: Self.key("0")).status == 201)
+        for (method, path) in [("POST", "/authors/1"), ("PUT", "/_batch"), ("POST", "/tags"), ("DELETE", "/authors")] {
+            let response = try client.send(method, path, json: #"{"name": "B"}"#, headers: Self.key("0"))
+            #expect(response.status == 405, "\(method) \(path): \(response.status)")
+        }
+        #expect(try client.send("POST", "/nowhere", json: "{}", headers: Self.key("0")).status == 404)
+    }
+}

@@ -140,6 +140,18 @@ public final class RESTService: Sendable {
         }
     }
 
+    /// Whether `request` is a write this server takes (a POST to a collection or `/_batch`, a PATCH,
+    /// PUT or DELETE of an object, not of a read-only entity): what an `Idempotency-Key` applies to.
+    /// Anything else is answered as if the header were not there (405, 404, …).
+    public func isWrite(_ request: HTTPRequest) -> Bool {
+        let route = Route(path: request.path, resources: resources)
+        switch (request.method, route) {
+        case ("POST", .batch): return true
+        case ("POST", .collection), ("PATCH", .item), ("PUT", .item), ("DELETE", .item): return !isReadOnly(route)
+        default: return false
+        }
+    }
+
     /// Whether `route` is a collection or object of a read-only entity.
     func isReadOnly(_ route: Route) -> Bool {
         switch route {

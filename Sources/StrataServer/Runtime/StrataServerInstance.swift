@@ -100,8 +100,9 @@ public final class StrataServerInstance: Sendable {
         let ledger = self.ledger
         /// A write with an `Idempotency-Key`: its first answer again, a refusal, or how to keep
         /// the answer it is about to get.
-        let idempotent: @Sendable (HTTPRequest) -> IdempotentStep = { request in
-            StrataServerInstance.idempotencyStep(request, ledger: ledger.withLock { $0 })
+        let idempotent: @Sendable (HTTPRequest, RESTService) -> IdempotentStep = { request, service in
+            guard service.isWrite(request) else { return .proceed(keep: { $0 }) }
+            return StrataServerInstance.idempotencyStep(request, ledger: ledger.withLock { $0 })
         }
         http = HTTPServer(
             configuration: configuration,
@@ -116,7 +117,7 @@ public final class StrataServerInstance: Sendable {
                 guard let ready = service.withLock({ $0 }) else {
                     return logged(request, StrataServerInstance.notReady(request, metrics: metrics), begin)
                 }
-                switch idempotent(request) {
+                switch idempotent(request, ready) {
                 case .answer(let response): return logged(request, response, begin)
                 case .proceed(let keep): return logged(request, keep(ready.handle(request)), begin)
                 }
@@ -160,7 +161,7 @@ public final class StrataServerInstance: Sendable {
                     respond(StrataServerInstance.notReady(request, metrics: metrics))
                     return
                 }
-                switch idempotent(request) {
+                switch idempotent(request, ready) {
                 case .answer(let response): respond(response)
                 case .proceed(let keep):
                     ready.handle(request, lead: responder.runBlocking) { respond(keep($0)) }
