@@ -136,20 +136,8 @@ import Testing
 /// Connections: per address, and idle ones.
 @Suite struct ConnectionLimitTests {
     /// A connected socket to the loopback `port`, with a 3 s receive timeout.
-    static func connect(_ port: UInt16) -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var timeout = timeval(tv_sec: 3, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        return fd
+    static func connect(_ port: UInt16) throws -> Int32 {
+        try TestClient(port: port).connectedSocket(receiveTimeout: 3)
     }
 
     /// Sends a GET of /live on `fd` and returns the status line, or "" when the server closed it.
@@ -167,17 +155,17 @@ import Testing
             $0.maxConnectionsPerIP = 3
             $0.idleTimeoutSeconds = 1
         }
-        let held = (0..<3).map { _ in Self.connect(fixture.server.port) }
+        let held = try (0..<3).map { _ in try Self.connect(fixture.server.port) }
         defer { held.forEach { close($0) } }
         // The fourth from the same address is closed without an answer; the three still work.
-        let fourth = Self.connect(fixture.server.port)
+        let fourth = try Self.connect(fixture.server.port)
         #expect(Self.live(fourth) == "")
         close(fourth)
         for fd in held { #expect(Self.live(fd) == "HTTP/1.1 200 OK") }
         // Silent for longer than the idle timeout: closed by the server.
         usleep(2_500_000)
         #expect(Self.live(held[0]) == "")
-        let fresh = Self.connect(fixture.server.port)
+        let fresh = try Self.connect(fixture.server.port)
         #expect(Self.live(fresh) == "HTTP/1.1 200 OK")
         close(fresh)
     }

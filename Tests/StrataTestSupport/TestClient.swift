@@ -62,12 +62,12 @@ public struct TestClient: Sendable {
         try send(method, target, body: Array(json.utf8), headers: headers)
     }
 
-    /// Sends raw bytes and reads one response until the server closes or the body is complete.
-    public func exchange(_ bytes: [UInt8]) throws -> ClientResponse {
+    /// A socket connected to the server, reads on it giving up after `receiveTimeout` seconds; the
+    /// caller closes it.
+    public func connectedSocket(receiveTimeout: Int) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestClientError("socket failed") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -78,7 +78,17 @@ public struct TestClient: Sendable {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard connected == 0 else { throw TestClientError("connect failed: \(errno)") }
+        guard connected == 0 else {
+            close(fd)
+            throw TestClientError("connect failed: \(errno)")
+        }
+        return fd
+    }
+
+    /// Sends raw bytes and reads one response until the server closes or the body is complete.
+    public func exchange(_ bytes: [UInt8]) throws -> ClientResponse {
+        let fd = try connectedSocket(receiveTimeout: 30)
+        defer { close(fd) }
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

@@ -39,6 +39,11 @@ enum Shop {
     static func seed(_ url: URL, model: ObjectModel? = nil) throws -> (customers: [Int64], orders: [Int64]) {
         let store = try SQLiteStore(model: model ?? v1, configuration: "Main", url: url)
         defer { store.close() }
+        return try seed(into: store)
+    }
+
+    /// Saves version 1's objects (see ``seed(_:model:)``) into `store`.
+    static func seed(into store: any PersistentStore) throws -> (customers: [Int64], orders: [Int64]) {
         let customers = try store.newObjectIDs(entity: "Customer", count: 3)
         let orders = try store.newObjectIDs(entity: "Order", count: 4)
         let legacy = try store.newObjectIDs(entity: "Legacy", count: 2)

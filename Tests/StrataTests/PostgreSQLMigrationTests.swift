@@ -13,25 +13,7 @@ struct PostgreSQLMigrationTests {
     static func seed(_ url: URL) throws -> (customers: [Int64], orders: [Int64]) {
         let store = try PostgreSQLStore(model: try Shop.v1, configuration: "Main", url: url)
         defer { store.close() }
-        let customers = try store.newObjectIDs(entity: "Customer", count: 3)
-        let orders = try store.newObjectIDs(entity: "Order", count: 4)
-        let legacy = try store.newObjectIDs(entity: "Legacy", count: 2)
-        var inserts: [StoreRow] = []
-        for (index, id) in customers.enumerated() {
-            let age: AttributeValue = index == 1 ? .null : .integer(Int64(30 + index))
-            inserts.append(StoreRow(id: id, attributes: ["name": .string("C\(index)"), "age": age]))
-        }
-        for (index, id) in orders.enumerated() {
-            inserts.append(
-                StoreRow(
-                    id: id, attributes: ["total": .double(Double(index) * 10.5), "code": .string("O\(index)")],
-                    toOne: ["customer": customers[index % 2]]))
-        }
-        for (index, id) in legacy.enumerated() {
-            inserts.append(StoreRow(id: id, attributes: ["x": .string("L\(index)")]))
-        }
-        try store.save(StoreChanges(inserts: inserts))
-        return (customers.map { $0.primaryKey! }, orders.map { $0.primaryKey! })
+        return try Shop.seed(into: store)
     }
 
     /// Version 2: `Customer.name` renamed `fullName`, `notes` dropped, a required `status` with a
