@@ -176,6 +176,39 @@ import Testing
         #expect("\(thrown.map { "\($0)" } ?? "")".contains("the byte at offset 35 is not valid UTF-8"))
     }
 
+    /// Found by the model-coredata fuzz target: Foundation's XMLParser traps (strlen of a null
+    /// pointer) on a processing instruction without data; such a file is refused instead.
+    @Test(arguments: [
+        #"<?xml <?xml version="1.0"?><model/>"#,
+        #"<?xml version="1.0"?>\#n<model>\#n<?target?></model>"#,
+        #"<?xml version="1.0"?>\#n<model>\#n<?target with data?></model>"#,
+        #"<?target?><model/>"#,
+    ])
+    func processingInstructionsAreRefusedNotACrash(document: String) throws {
+        var thrown: ModelError?
+        do {
+            _ = try ObjectModel.loadCoreDataContents(Data(document.utf8), file: "pi.xcdatamodel", name: "PI")
+        } catch {
+            thrown = error
+        }
+        #expect(thrown?.kind == .malformed)
+        #expect("\(thrown.map { "\($0)" } ?? "")".contains("processing instruction"))
+    }
+
+    @Test func commentsAndCDATAMayHoldWhatLooksLikeAProcessingInstruction() throws {
+        let document = #"""
+            <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+            <!-- a note: <?not an instruction?> -->
+            <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+                <entity name="Item" syncable="YES">
+                    <attribute name="code" attributeType="String"/>
+                </entity>
+            </model>
+            """#
+        let model = try ObjectModel.loadCoreDataContents(Data(document.utf8), file: "ok.xcdatamodel", name: "OK")
+        #expect(model.entity(named: "Item") != nil)
+    }
+
     @Test func coreDataSpellingsMapToTheModel() throws {
         let model = try Self.load(
             #"""

@@ -44,6 +44,7 @@ struct ModelXMLNode: Sendable {
                         "line \(line): the byte at offset \(valid) is not valid UTF-8; a Core Data model is UTF-8")
                 ])
         }
+        try refuseProcessingInstructions(in: data, file: file)
         let parser = XMLParser(data: data)
         let builder = XMLTreeBuilder()
         parser.delegate = builder
@@ -62,6 +63,57 @@ struct ModelXMLNode: Sendable {
             throw ModelError(.malformed, file: file, issues: [ModelIssue(.invalidValue, "\(place): \(reason)")])
         }
         return root
+    }
+}
+
+extension ModelXMLNode {
+    /// Refuses a processing instruction anywhere but the leading XML declaration. Core Data never
+    /// writes one, and Foundation's XMLParser traps on a processing instruction without data
+    /// (`<?xml <?xml …`, `<?target?>`) instead of failing, so they are refused here, naming the line.
+    /// Comments and CDATA sections are skipped; `<` cannot appear raw in text or attribute values.
+    fileprivate static func refuseProcessingInstructions(in data: Data, file: String) throws(ModelError) {
+        let bytes = [UInt8](data)
+        let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
+        let start = bytes.starts(with: bom) ? 3 : 0
+        func matches(_ literal: String, at index: Int) -> Bool {
+            let pattern = Array(literal.utf8)
+            return index + pattern.count <= bytes.count && Array(bytes[index..<index + pattern.count]) == pattern
+        }
+        func skip(past terminator: String, from index: Int) -> Int {
+            var cursor = index
+            while cursor < bytes.count, !matches(terminator, at: cursor) { cursor += 1 }
+            return cursor + terminator.utf8.count
+        }
+        var index = start
+        while index + 1 < bytes.count {
+            guard bytes[index] == UInt8(ascii: "<") else {
+                index += 1
+                continue
+            }
+            if matches("<!--", at: index) {
+                index = skip(past: "-->", from: index + 4)
+            } else if matches("<![CDATA[", at: index) {
+                index = skip(past: "]]>", from: index + 9)
+            } else if bytes[index + 1] == UInt8(ascii: "?") {
+                let isDeclaration =
+                    index == start && matches("<?xml", at: index) && index + 5 < bytes.count
+                    && [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index + 5])
+                guard isDeclaration else {
+                    let line = bytes[..<index].reduce(1) { $0 + ($1 == 10 ? 1 : 0) }
+                    throw ModelError(
+                        .malformed, file: file,
+                        issues: [
+                            ModelIssue(
+                                .invalidValue,
+                                "line \(line): a processing instruction (<?…?>) other than the leading XML declaration; "
+                                    + "a Core Data model has none")
+                        ])
+                }
+                index += 5
+            } else {
+                index += 1
+            }
+        }
     }
 }
 
