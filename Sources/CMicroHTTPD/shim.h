@@ -70,4 +70,33 @@ static inline const struct sockaddr *cmhd_connection_client_address(struct MHD_C
     return info == NULL ? NULL : info->client_addr;
 }
 
+/// `MHD_OPTION_NOTIFY_CONNECTION`: told when a connection opens and before it closes.
+static inline struct MHD_OptionItem cmhd_option_notify_connection(MHD_NotifyConnectionCallback callback,
+                                                                  void *cls) {
+    struct MHD_OptionItem item = {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)callback, cls};
+    return item;
+}
+
+/// The signature of an `MHD_OPTION_URI_LOG_CALLBACK` function: called when a request line has
+/// been read, before the headers; what it returns is the request's first `*con_cls`.
+typedef void *(*cmhd_uri_log_callback)(void *cls, const char *uri, struct MHD_Connection *connection);
+
+/// `MHD_OPTION_URI_LOG_CALLBACK`.
+static inline struct MHD_OptionItem cmhd_option_uri_log(cmhd_uri_log_callback callback, void *cls) {
+    struct MHD_OptionItem item = {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)callback, cls};
+    return item;
+}
+
+/// The socket of a connection, or -1.
+static inline int cmhd_connection_socket(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+/// What `MHD_OPTION_NOTIFY_CONNECTION`'s callback stored in a connection's socket context, or NULL.
+static inline void *cmhd_connection_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
+}
+
 #endif

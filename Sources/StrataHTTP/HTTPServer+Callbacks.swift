@@ -44,15 +44,34 @@ extension HTTPServer {
             cmhd_option_value(.PER_IP_CONNECTION_LIMIT, max(0, configuration.perIPConnectionLimit)),
             cmhd_option_value(.CONNECTION_TIMEOUT, max(0, configuration.connectionTimeoutSeconds)),
             cmhd_option_notify_completed(
-                { cls, _, state, _ in
+                { cls, connection, state, _ in
                     guard let cls else { return }
-                    Unmanaged<HTTPServerContext>.fromOpaque(cls).takeUnretainedValue().completed(state: state)
+                    Unmanaged<HTTPServerContext>.fromOpaque(cls).takeUnretainedValue().completed(
+                        connection: connection, state: state)
                 }, context),
             // Leave `%HH` in the path and query alone: `HTTPConnection` decodes them itself, so
             // that the decoded bytes are never re-read as C strings (`%00`) and the rules are ours.
             cmhd_option_unescape({ _, _, string in string.map { strlen($0) } ?? 0 }, nil),
             cmhd_option_pointer(.SOCK_ADDR, address),
         ]
+        if configuration.requestTimeoutSeconds > 0 {
+            options.append(
+                cmhd_option_notify_connection(
+                    { cls, connection, socketContext, code in
+                        guard let cls, let connection, let socketContext else { return }
+                        Unmanaged<HTTPServerContext>.fromOpaque(cls).takeUnretainedValue().connectionChanged(
+                            connection, context: socketContext,
+                            opened: code.rawValue == 0 /* MHD_CONNECTION_NOTIFY_STARTED */)
+                    }, context))
+            options.append(
+                cmhd_option_uri_log(
+                    { cls, _, connection in
+                        guard let cls, let connection else { return nil }
+                        Unmanaged<HTTPServerContext>.fromOpaque(cls).takeUnretainedValue().clock(of: connection)?
+                            .restart()
+                        return nil
+                    }, context))
+        }
         // Each handshake asks for the credentials in force, so a reload needs no restart.
         if configuration.tls {
             options.append(cmhd_option_pointer(.HTTPS_CERT_CALLBACK, strata_tls_certificate_callback()))

@@ -74,11 +74,16 @@ public final class HTTPServer: Sendable {
             let address = try SocketAddress(host: configuration.host, port: configuration.port)
             let handlerThreads =
                 configuration.maxHandlerThreads > 0 ? configuration.maxHandlerThreads : configuration.maxConnections
+            let watchdog =
+                configuration.requestTimeoutSeconds > 0
+                ? RequestWatchdog(
+                    seconds: configuration.requestTimeoutSeconds, idleSeconds: configuration.connectionTimeoutSeconds)
+                : nil
             let context = HTTPServerContext(
                 handler: handler, tooLarge: tooLarge, dispatch: dispatch, deferred: deferred,
                 maxBodyBytes: max(0, configuration.maxBodyBytes), maxTargetBytes: max(1, configuration.maxTargetBytes),
                 maxHeaderBytes: max(1, configuration.maxHeaderBytes), pool: HandlerPool(maxThreads: handlerThreads),
-                counters: counters)
+                counters: counters, watchdog: watchdog)
             let retained = Unmanaged.passRetained(context)
             let started = address.withSockaddrPointer { socketAddress in
                 Self.startDaemon(
@@ -88,11 +93,13 @@ public final class HTTPServer: Sendable {
             let messages = context.finishStartup()
             guard let started else {
                 context.pool.shutdown()
+                watchdog?.stop()
                 retained.release()
                 let reason = messages.isEmpty ? "libmicrohttpd could not start" : messages.joined(separator: "; ")
                 throw HTTPServerError("cannot listen on \(configuration.host) port \(configuration.port): \(reason)")
             }
             counters.stopping.store(false, ordering: .relaxed)
+            watchdog?.start()
             boundPort.store(cmhd_daemon_port(started), ordering: .releasing)
             running = RunningDaemon(handle: started, context: retained)
         }
@@ -128,6 +135,7 @@ public final class HTTPServer: Sendable {
             MHD_stop_daemon(current.handle)
             if listener >= 0 { _ = close(listener) }
             current.context.takeUnretainedValue().pool.shutdown()
+            current.context.takeUnretainedValue().watchdog?.stop()
             current.context.release()
         }
     }

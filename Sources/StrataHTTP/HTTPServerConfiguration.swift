@@ -23,6 +23,12 @@ public struct HTTPServerConfiguration: Sendable {
     public var perIPConnectionLimit: Int = 256
     /// Seconds a connection may stay idle before it is closed; 0 means never.
     public var connectionTimeoutSeconds: Int = 30
+    /// Seconds a request may take in all, from its request line to its response's last byte,
+    /// apart from the time its handler runs; 0 means no limit. A body completed after it is
+    /// answered with the `tooLarge` response (``HTTPRequest/exceededLimit`` `"time"`); a request
+    /// still incomplete (or a response still unread) a grace period later has its connection
+    /// closed. This bounds the clients that trickle bytes to stay under the idle timeout.
+    public var requestTimeoutSeconds: Int = 60
     /// libmicrohttpd's polling threads, each serving its share of the connections with epoll;
     /// 0 means one per processor core.
     public var pollingThreads: Int = 0

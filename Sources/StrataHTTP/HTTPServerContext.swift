@@ -31,6 +31,8 @@ final class HTTPServerContext: Sendable {
     /// Runs the handlers that do not answer inline.
     let pool: HandlerPool
     let counters: HTTPServerCounters
+    /// Holds each request to a total time; `nil` when there is no such limit.
+    let watchdog: RequestWatchdog?
     /// libmicrohttpd's error messages while the daemon starts; `nil` once it runs.
     private let startupMessages = Mutex<[String]?>([])
 
@@ -39,8 +41,9 @@ final class HTTPServerContext: Sendable {
         tooLarge: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
         dispatch: @escaping @Sendable (HTTPRequest) -> HTTPDispatch,
         deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)?, maxBodyBytes: Int, maxTargetBytes: Int = .max,
-        maxHeaderBytes: Int = .max, pool: HandlerPool, counters: HTTPServerCounters
+        maxHeaderBytes: Int = .max, pool: HandlerPool, counters: HTTPServerCounters, watchdog: RequestWatchdog? = nil
     ) {
+        self.watchdog = watchdog
         self.maxTargetBytes = maxTargetBytes
         self.maxHeaderBytes = maxHeaderBytes
         self.handler = handler
@@ -87,6 +90,16 @@ final class HTTPServerContext: Sendable {
         }
         let pending = Unmanaged<PendingRequest>.fromOpaque(existing).takeUnretainedValue()
         let count = uploadSize.pointee
+        // A body still arriving past the total time is dropped and answered 408 once it ends;
+        // libmicrohttpd cannot queue a response in the middle of a body, and the watchdog cuts a
+        // body that does not end soon after.
+        if !pending.exceeded, !pending.answered, let watchdog, let clock = clock(of: connection),
+            watchdog.isOverdue(clock)
+        {
+            pending.exceeded = true
+            pending.request.attributes["exceeded"] = "time"
+            pending.request.body = []
+        }
         if count > 0 {
             uploadSize.pointee = 0
             if !pending.exceeded, let uploadData {
@@ -113,6 +126,7 @@ final class HTTPServerContext: Sendable {
     private func respond(to pending: PendingRequest, on connection: OpaquePointer) -> MHD_Result {
         if let response = pending.response {
             pending.response = nil
+            clock(of: connection)?.restart()
             return HTTPConnection.queue(response, on: connection, closing: counters.isStopping)
         }
         guard !pending.answered else { return .YES }
@@ -122,8 +136,10 @@ final class HTTPServerContext: Sendable {
             counters.add(counters.inHandler, 1)
             let response = pending.exceeded ? tooLarge(pending.request) : handler(pending.request)
             counters.add(counters.inHandler, -1)
+            clock(of: connection)?.restart()
             return HTTPConnection.queue(response, on: connection, closing: counters.isStopping)
         }
+        clock(of: connection)?.pause()
         counters.add(counters.suspended, 1)
         counters.add(counters.inHandler, 1)
         MHD_suspend_connection(connection)
@@ -138,11 +154,37 @@ final class HTTPServerContext: Sendable {
 
     /// The completion notice (also sent for aborted and timed-out requests): releases the
     /// request state the access handler stored.
-    func completed(state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+    func completed(connection: OpaquePointer?, state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+        // The wait for the next request starts now, until its request line arrives.
+        if let connection { clock(of: connection)?.awaitNext() }
         guard let state, let pointer = state.pointee else { return }
         state.pointee = nil
         Unmanaged<PendingRequest>.fromOpaque(pointer).release()
         counters.add(counters.inFlight, -1)
+    }
+
+    /// The clock the watchdog keeps for `connection`, or `nil` without a total time limit.
+    func clock(of connection: OpaquePointer) -> ConnectionClock? {
+        guard watchdog != nil, let pointer = cmhd_connection_socket_context(connection) else { return nil }
+        return Unmanaged<ConnectionClock>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// libmicrohttpd's connection notices: a connection's clock is made when it opens and
+    /// dropped (after the watchdog lets go of it) before it closes.
+    func connectionChanged(
+        _ connection: OpaquePointer, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+        opened: Bool
+    ) {
+        guard let watchdog else { return }
+        if opened {
+            let clock = watchdog.opened(socket: cmhd_connection_socket(connection))
+            context.pointee = Unmanaged.passRetained(clock).toOpaque()
+        } else if let pointer = context.pointee {
+            context.pointee = nil
+            let clock = Unmanaged<ConnectionClock>.fromOpaque(pointer)
+            watchdog.closed(clock.takeUnretainedValue())
+            clock.release()
+        }
     }
 
     /// Keeps a libmicrohttpd error message while the daemon starts (to explain a failure);

@@ -39,6 +39,10 @@ enum ServeCommand {
                                   simultaneous connections from one address; more are refused
                                   (STRATA_MAX_CONNECTIONS_PER_IP, default 256, 0 for none)
           --idle-timeout SECONDS  a connection silent this long is closed (STRATA_IDLE_TIMEOUT, default 30)
+          --request-timeout SECONDS
+                                  the longest a request may take to arrive and its response to be
+                                  read, handler time apart: 408, or the connection closed
+                                  (STRATA_REQUEST_TIMEOUT, default 60, 0 for none)
           --max-connections N     simultaneous connections (STRATA_MAX_CONNECTIONS, default 1024)
           --log-format FORMAT     text or json access-log lines on stderr (STRATA_LOG_FORMAT, default text)
           --durability MODE       full (default): an acknowledged write survives power loss; normal: it
@@ -107,7 +111,8 @@ enum ServeCommand {
             ("STRATA_MAX_TARGET_BYTES", "--max-target-bytes"), ("STRATA_QUERY_BUDGET", "--query-budget"),
             ("STRATA_RATE_LIMIT", "--rate-limit"), ("STRATA_IDEMPOTENCY_HOURS", "--idempotency-hours"),
             ("STRATA_TLS_CERT", "--tls-cert"), ("STRATA_MAX_CONNECTIONS_PER_IP", "--max-connections-per-ip"),
-            ("STRATA_IDLE_TIMEOUT", "--idle-timeout"), ("STRATA_TLS_KEY", "--tls-key"),
+            ("STRATA_IDLE_TIMEOUT", "--idle-timeout"), ("STRATA_REQUEST_TIMEOUT", "--request-timeout"),
+            ("STRATA_TLS_KEY", "--tls-key"),
             ("STRATA_MAX_HEADER_BYTES", "--max-header-bytes"),
             ("STRATA_LOG_FORMAT", "--log-format"), ("STRATA_DURABILITY", "--durability"),
             ("STRATA_MIGRATE", "--migrate"), ("STRATA_TOKENS_FILE", "--tokens-file"),
@@ -155,6 +160,7 @@ enum ServeCommand {
                 "--log-format", "--durability", "--token", "--tokens-file", "--max-target-bytes", "--max-header-bytes",
                 "--query-budget", "--cors-origin", "--entity-access", "--rate-limit",
                 "--idempotency-hours", "--tls-cert", "--tls-key", "--max-connections-per-ip", "--idle-timeout",
+                "--request-timeout",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -246,6 +252,11 @@ enum ServeCommand {
                     throw ServeError("--idempotency-hours must be a number of hours from 0 to 8760, not '\(value)'")
                 }
                 options.idempotencyHours = hours
+            case "--request-timeout":
+                guard let number = Int(value), number >= 0, number <= 1_000_000 else {
+                    throw ServeError("--request-timeout must be a number of seconds (0 for no limit), not '\(value)'")
+                }
+                options.requestTimeoutSeconds = number
             case "--max-connections-per-ip", "--idle-timeout":
                 guard let number = Int(value), number >= 0, number <= 1_000_000, name != "--idle-timeout" || number > 0
                 else {

@@ -169,4 +169,62 @@ import Testing
         #expect(Self.live(fresh) == "HTTP/1.1 200 OK")
         close(fresh)
     }
+
+    /// Sends `bytes` on `fd` one at a time, `gap` microseconds apart, and returns the seconds it
+    /// took, or `nil` once the server has closed the connection (and the seconds until then).
+    static func trickle(_ bytes: [UInt8], on fd: Int32, gap: UInt32) -> (closed: Bool, seconds: Double) {
+        let started = Date()
+        for byte in bytes {
+            var peek: UInt8 = 0
+            let seen = recv(fd, &peek, 1, Int32(MSG_DONTWAIT) | Int32(MSG_PEEK))
+            if seen == 0 || (seen < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+                return (true, Date().timeIntervalSince(started))
+            }
+            if send(fd, [byte], 1, Int32(MSG_NOSIGNAL)) != 1 { return (true, Date().timeIntervalSince(started)) }
+            usleep(gap)
+        }
+        return (false, Date().timeIntervalSince(started))
+    }
+
+    /// Bytes that each arrive well inside the idle timeout no longer hold a connection for ever:
+    /// a body finished after the total time is answered 408, headers trickling past it are cut,
+    /// and a connection that waits between requests is not.
+    @Test func aRequestThatTricklesInIsHeldToATotalTime() throws {
+        let fixture = try ServerFixture {
+            $0.requestTimeoutSeconds = 1
+            $0.idleTimeoutSeconds = 30
+        }
+        let port = fixture.server.port
+        // A body of 14 bytes at 100 ms each: complete after the limit, before the cut.
+        let body = try Self.connect(port)
+        defer { close(body) }
+        let head = Array(
+            "POST /tags HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 14\r\n\r\n".utf8)
+        #expect(send(body, head, head.count, Int32(MSG_NOSIGNAL)) == head.count)
+        let trickled = Self.trickle(Array(#"{"name": "x1"}"#.utf8), on: body, gap: 100_000)
+        #expect(!trickled.closed)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(body, &buffer, buffer.count, 0)
+        let answer = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : ""
+        #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer)")
+        #expect(answer.contains("application/problem+json"))
+        let created = try fixture.client.send("GET", "/tags?name=eq.x1")
+        #expect(created.status == 200 && !String(decoding: created.body, as: UTF8.self).contains("x1"))
+        // Headers at 200 ms a byte: cut a grace period after the limit, well before the idle timeout.
+        let headers = try Self.connect(port)
+        defer { close(headers) }
+        let line = Array("GET /live HTTP/1.1\r\n".utf8)
+        #expect(send(headers, line, line.count, Int32(MSG_NOSIGNAL)) == line.count)
+        let slow = Array("Host: x\r\nX-Slow: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 40)
+        let cut = Self.trickle(slow, on: headers, gap: 200_000)
+        #expect(cut.closed)
+        #expect(cut.seconds > 1.5 && cut.seconds < 4, "cut after \(cut.seconds) s")
+        // A kept-alive connection waiting longer than the limit (not the idle timeout) stays open.
+        let kept = try Self.connect(port)
+        defer { close(kept) }
+        #expect(Self.live(kept) == "HTTP/1.1 200 OK")
+        usleep(2_600_000)
+        #expect(Self.live(kept) == "HTTP/1.1 200 OK")
+        #expect(try fixture.client.send("GET", "/live").status == 200)
+    }
 }

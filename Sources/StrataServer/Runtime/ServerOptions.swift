@@ -68,6 +68,9 @@ public struct ServerOptions: Sendable {
     public var maxConnectionsPerIP = 256
     /// Seconds a connection may stay idle (no bytes either way) before it is closed.
     public var idleTimeoutSeconds = 30
+    /// Seconds a request may take from its request line to its response's last byte, apart from
+    /// the time its handler runs (408, or the connection closed); 0: no limit.
+    public var requestTimeoutSeconds = 60
     /// Simultaneous connections.
     public var maxConnections = 1024
     /// `text` or `json` access-log lines.

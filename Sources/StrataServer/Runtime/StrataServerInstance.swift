@@ -39,6 +39,7 @@ public final class StrataServerInstance: Sendable {
         configuration.maxConnections = options.maxConnections
         configuration.perIPConnectionLimit = options.maxConnectionsPerIP
         configuration.connectionTimeoutSeconds = options.idleTimeoutSeconds
+        configuration.requestTimeoutSeconds = options.requestTimeoutSeconds
         let service = self.service
         let metrics = self.metrics
         let logLine = self.log
@@ -136,6 +137,12 @@ public final class StrataServerInstance: Sendable {
                         Problem(
                             431, "Request Header Fields Too Large",
                             "the request headers are larger than \(options.maxHeaderBytes) bytes"
+                        ).response
+                case "time":
+                    response =
+                        Problem(
+                            408, "Request Timeout",
+                            "the request took longer than \(options.requestTimeoutSeconds) s to arrive"
                         ).response
                 default:
                     response =
