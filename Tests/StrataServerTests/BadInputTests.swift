@@ -45,6 +45,10 @@ import Testing
             Case("a number body", "POST", "/books", json: "42", status: 400),
             Case("an array of numbers", "POST", "/books", json: "[1, 2]", status: 400),
             Case("an empty array", "POST", "/books", json: "[]", status: 400),
+            Case("an array to a collection", "POST", "/books", json: #"[{"title": "A"}]"#, status: 400),
+            Case("an object to _bulk", "POST", "/books/_bulk", json: #"{"title": "A"}"#, status: 400),
+            Case("an empty array to _bulk", "POST", "/books/_bulk", json: "[]", status: 400),
+            Case("GET of _bulk", "GET", "/books/_bulk", status: 405),
             Case("string attribute as number", "POST", "/books", json: #"{"title": 5}"#, status: 422),
             Case("integer32 as string", "POST", "/books", json: #"{"title": "x", "year": "1968"}"#, status: 422),
             Case("integer32 out of range", "POST", "/books", json: #"{"title": "x", "year": 3000000000}"#, status: 422),
@@ -111,8 +115,15 @@ import Testing
                     #"{"operations": [{"method": "POST", "path": "/search-logs", "body": {"query": "q"}}, {"method": "POST", "path": "/books", "body": {"title": 1}}]}"#,
                 status: 422),
             Case("batch that is not a batch", "POST", "/_batch", json: #"{"ops": []}"#, status: 400),
+            // Found by schemathesis: this was a 405 saying "GET is not allowed here; allowed: GET, HEAD".
+            Case(
+                "batch reading the root", "POST", "/_batch", json: #"{"operations": [{"method": "GET", "path": "/"}]}"#,
+                status: 422),
         ]
         #expect(cases.count >= 30)
+        let rootInBatch = try client.send(
+            "POST", "/_batch", json: #"{"operations": [{"method": "GET", "path": "/"}]}"#)
+        #expect(rootInBatch.text.contains("GET / cannot be a batch operation"), "\(rootInBatch.text)")
         for test in cases {
             let response = try client.send(test.method, test.target, body: test.body, headers: test.headers)
             #expect(response.status == test.status, "\(test.name): \(response.status) \(response.text)")

@@ -83,7 +83,7 @@ import Testing
         let fixture = try Self.serve("Templates.xcdatamodel")
         let client = fixture.client
         let created = try client.send(
-            "POST", "/records",
+            "POST", "/records/_bulk",
             json: #"""
                 [{"artist": "Nina", "title": "Pastel", "year": 1964, "location": {"city": "Paris"}},
                  {"artist": "nina", "title": "Wild", "year": 1966},

@@ -53,7 +53,8 @@ import Testing
         // Many values each just under the per-value step limit: together far over the budget.
         var tags: [String] = []
         for index in 0..<400 { tags.append(#"{"name": "\#(String(repeating: "a", count: 17))\#(index)"}"#) }
-        #expect(try fixture.client.send("POST", "/tags", json: "[" + tags.joined(separator: ",") + "]").status == 201)
+        #expect(
+            try fixture.client.send("POST", "/tags/_bulk", json: "[" + tags.joined(separator: ",") + "]").status == 201)
         let started = Date()
         let response = try fixture.client.send("GET", "/tags?where=" + Self.query("name MATCHES '(a+)+$'"))
         #expect(response.status == 503, "\(String(decoding: response.body, as: UTF8.self))")

@@ -25,7 +25,7 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         #expect(author.header("location") == "/authors/\(authorID)")
         #expect(author.header("etag") == "\"1\"")
         let books = try client.send(
-            "POST", "/books",
+            "POST", "/books/_bulk",
             json: #"""
                 [{"title": "A Wizard of Earthsea", "year": 1968, "author": \#(authorID), "price": "7.99", "published": "1968-11-01T00:00:00Z"},
                  {"title": "The Left Hand of Darkness", "year": 1969, "author": \#(authorID), "rating": 4.5},

@@ -32,6 +32,7 @@ extension OpenAPIBuilder {
         ])
         let create = createOperation(entity, noun: noun, tags: tags)
         result.append((path, ["get": list, "post": create]))
+        result.append((path + "/_bulk", ["post": bulkCreateOperation(entity, plural: plural, tags: tags)]))
 
         // One object.
         let objectParameters: OpenAPINode = [["$ref": "#/components/parameters/Id"]]
@@ -198,53 +199,31 @@ extension OpenAPIBuilder {
         return result
     }
 
-    /// `POST /books`: one object or an array of them.
+    /// `POST /books`: one object, with links from the created object to what can be done with it.
     private mutating func createOperation(_ entity: EntityDescription, noun: String, tags: OpenAPINode) -> OpenAPINode {
         let name = entity.name
         let schema = schemaName(name)
+        let path = "/" + model.resourcePath(of: name)
         let body: OpenAPINode = [
-            "required": true,
-            "content": [
-                "application/json": [
-                    "schema": [
-                        "oneOf": [
-                            ref(schema + "Create"),
-                            ["type": "array", "minItems": 1, "items": ref(schema + "Create")],
-                        ]
-                    ]
-                ]
-            ],
+            "required": true, "content": ["application/json": ["schema": ref(schema + "Create")]],
         ]
         var description =
-            "Creates one \(name) from an object, or several from an array (all or none; a failing item is named "
-            + "by `index` in the problem). One object answers with its `Location` and `ETag`. "
+            "Creates one \(name) and answers with its `Location` and `ETag`; `POST \(path)/_bulk` creates several. "
             + "`Prefer: return=minimal` answers with no body."
-        let uniqueness = entity.uniqueness.filter { !$0.isEmpty }
-        if !uniqueness.isEmpty {
-            description +=
-                " Unique together: " + uniqueness.map { $0.joined(separator: " + ") }.joined(separator: "; ")
-                + " (409)."
-        }
+        description += uniquenessNote(entity)
         var statuses: [(String, OpenAPINode?)]
         if entity.isAbstract {
             description = "\(name) is abstract: create one of its subentities instead; this answers 422."
             statuses = [("400", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil)]
         } else {
             let created: OpenAPINode = [
-                "description": .string("The created \(name), or the array of them, with ids and versions."),
+                "description": .string("The created \(name), with its id and version."),
                 "headers": [
-                    "Location": [
-                        "description": "The path of the created object (one object only).",
-                        "schema": ["type": "string"],
-                    ],
-                    "ETag": [
-                        "description": "The created object's version (one object only).",
-                        "schema": ["type": "string"],
-                    ],
+                    "Location": ["description": "The path of the created object.", "schema": ["type": "string"]],
+                    "ETag": ["$ref": "#/components/headers/ETag"],
                 ],
-                "content": [
-                    "application/json": ["schema": ["oneOf": [ref(schema), ["type": "array", "items": ref(schema)]]]]
-                ],
+                "content": ["application/json": ["schema": ref(schema)]],
+                "links": createdLinks(entity, itemPath: path + "/{id}"),
             ]
             statuses = [
                 ("201", created), ("400", nil), ("409", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil),
@@ -252,12 +231,95 @@ extension OpenAPIBuilder {
         }
         return .members([
             ("operationId", .string(operationID("create", noun))),
-            ("summary", .string("Create one \(name) or several")),
+            ("summary", .string("Create a \(name)")),
             ("description", .string(description)),
             ("tags", tags),
             ("requestBody", body),
             ("responses", responses(statuses)),
         ])
+    }
+
+    /// `POST /books/_bulk`: an array of objects, all or none.
+    private mutating func bulkCreateOperation(_ entity: EntityDescription, plural: String, tags: OpenAPINode)
+        -> OpenAPINode
+    {
+        let name = entity.name
+        let schema = schemaName(name)
+        var description =
+            "Creates several \(name) objects from an array, all or none: a failing item is named by `index` in "
+            + "the problem. `Prefer: return=minimal` answers with no body."
+        description += uniquenessNote(entity)
+        var statuses: [(String, OpenAPINode?)]
+        if entity.isAbstract {
+            description = "\(name) is abstract: create one of its subentities instead; this answers 422."
+            statuses = [("400", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil)]
+        } else {
+            let created: OpenAPINode = [
+                "description": .string("The created \(name) objects, in the order given, with ids and versions."),
+                "content": ["application/json": ["schema": ["type": "array", "items": ref(schema)]]],
+            ]
+            statuses = [
+                ("201", created), ("400", nil), ("409", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil),
+            ]
+        }
+        return .members([
+            ("operationId", .string(operationID("bulkCreate", plural))),
+            ("summary", .string("Create several \(name) objects")),
+            ("description", .string(description)),
+            ("tags", tags),
+            (
+                "requestBody",
+                [
+                    "required": true,
+                    "content": [
+                        "application/json": [
+                            "schema": ["type": "array", "minItems": 1, "items": ref(schema + "Create")]
+                        ]
+                    ],
+                ]
+            ),
+            ("responses", responses(statuses)),
+        ])
+    }
+
+    /// " Unique together: …" for the description of a create operation, or "".
+    private func uniquenessNote(_ entity: EntityDescription) -> String {
+        let uniqueness = entity.uniqueness.filter { !$0.isEmpty }
+        guard !uniqueness.isEmpty else { return "" }
+        return " Unique together: " + uniqueness.map { $0.joined(separator: " + ") }.joined(separator: "; ") + " (409)."
+    }
+
+    /// OpenAPI links from a created object to the operations on it and its relationships, by
+    /// `operationRef` (the id from the body, the version from the `ETag` for the writes), so that
+    /// stateful testing and clients that read links can follow what was just created.
+    private func createdLinks(_ entity: EntityDescription, itemPath: String) -> OpenAPINode {
+        func pointer(_ path: String, _ method: String) -> OpenAPINode {
+            var escaped = ""
+            for character in path {
+                switch character {
+                case "~": escaped += "~0"
+                case "/": escaped += "~1"
+                default: escaped.append(character)
+                }
+            }
+            return .string("#/paths/" + escaped + "/" + method)
+        }
+        let id: OpenAPINode = ["id": "$response.body#/id"]
+        let versioned: OpenAPINode = ["id": "$response.body#/id", "If-Match": "$response.header.ETag"]
+        var links: [(key: String, value: OpenAPINode)] = [
+            ("Read", ["operationRef": pointer(itemPath, "get"), "parameters": id]),
+            ("Update", ["operationRef": pointer(itemPath, "patch"), "parameters": versioned]),
+            ("Replace", ["operationRef": pointer(itemPath, "put"), "parameters": versioned]),
+            ("Delete", ["operationRef": pointer(itemPath, "delete"), "parameters": versioned]),
+        ]
+        for relationship in model.relationships(of: entity.name) {
+            links.append(
+                (
+                    Self.identifier(relationship.name, capitalized: true),
+                    ["operationRef": pointer(itemPath + "/" + relationship.name, "get"), "parameters": id]
+                ))
+        }
+        return .object(links)
     }
 
     private func listDescription(_ entity: EntityDescription) -> String {

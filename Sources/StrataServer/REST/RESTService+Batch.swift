@@ -109,7 +109,12 @@ extension RESTService {
         case (_, .unknown): throw Problem.notFound("no resource at \(pathOnly)")
         case (_, .batch): throw Problem.badRequest("a batch cannot contain a batch")
         default:
-            throw Problem.methodNotAllowed(method, allowed: allowed(route))
+            // The path's own methods (GET on `/`, say) are no answer here: what a batch can hold is
+            // narrower than what the path allows.
+            throw Problem(
+                422, "Unprocessable Content",
+                "\(method) \(pathOnly) cannot be a batch operation; a batch holds POST on a collection "
+                    + "and GET, PATCH, PUT or DELETE on one object")
         }
     }
 }

@@ -200,20 +200,28 @@ extension RESTService {
         }
     }
 
-    func create(_ entity: String, _ request: HTTPRequest, _ child: ObjectContext, refs: [ObjectID?] = [])
-        throws(Problem) -> WriteOutcome
-    {
+    /// Creates one object from `POST /books`, or several from an array to `POST /books/_bulk`
+    /// (`bulk`): one operation per shape, so that the OpenAPI document needs no `oneOf` of an object
+    /// and an array of it, which generated clients handle badly.
+    func create(
+        _ entity: String, _ request: HTTPRequest, _ child: ObjectContext, refs: [ObjectID?] = [], bulk: Bool = false
+    ) throws(Problem) -> WriteOutcome {
         if !request.query.isEmpty { throw Problem.badRequest("creating takes no query parameters") }
         let document = try body(request)
-        let many: Bool
+        let many = bulk
         let items: [JSONValue]
-        switch document {
-        case .object: (many, items) = (false, [document])
-        case .array(let array):
+        let path = "/" + model.resourcePath(of: entity)
+        switch (document, bulk) {
+        case (.object, false): items = [document]
+        case (.array(let array), true):
             guard !array.isEmpty else { throw Problem.badRequest("the array is empty: send at least one object") }
-            (many, items) = (true, array)
+            items = array
+        case (.array, false):
+            throw Problem.badRequest("\(path) creates one object; POST an array of objects to \(path)/_bulk")
+        case (_, true):
+            throw Problem.badRequest("the body must be a JSON array of objects, not \(document.typeName)")
         default:
-            throw Problem.badRequest("the body must be a JSON object, or an array of objects, not \(document.typeName)")
+            throw Problem.badRequest("the body must be a JSON object, not \(document.typeName)")
         }
         if model.entity(named: entity)?.isAbstract == true {
             throw Problem.validation("\(entity) is abstract: create one of its subentities", [])

@@ -135,7 +135,8 @@ public final class RESTService: Sendable {
         case ("GET", .index) where !remoteEntities.isEmpty: return .pool
         case ("GET", .index), ("GET", .live), ("GET", .ready), ("GET", .metrics), ("GET", .item), ("GET", .unknown):
             return .inline
-        case ("POST", .collection), ("PATCH", .item), ("PUT", .item), ("DELETE", .item): return .deferred
+        case ("POST", .collection), ("POST", .bulk), ("PATCH", .item), ("PUT", .item), ("DELETE", .item):
+            return .deferred
         default: return .pool
         }
     }
@@ -147,7 +148,8 @@ public final class RESTService: Sendable {
         let route = Route(path: request.path, resources: resources)
         switch (request.method, route) {
         case ("POST", .batch): return true
-        case ("POST", .collection), ("PATCH", .item), ("PUT", .item), ("DELETE", .item): return !isReadOnly(route)
+        case ("POST", .collection), ("POST", .bulk), ("PATCH", .item), ("PUT", .item), ("DELETE", .item):
+            return !isReadOnly(route)
         default: return false
         }
     }
@@ -155,7 +157,7 @@ public final class RESTService: Sendable {
     /// Whether `route` is a collection or object of a read-only entity.
     func isReadOnly(_ route: Route) -> Bool {
         switch route {
-        case .collection(let entity), .item(let entity, _): access[entity] == .readOnly
+        case .collection(let entity), .bulk(let entity), .item(let entity, _): access[entity] == .readOnly
         default: false
         }
     }
@@ -231,6 +233,10 @@ public final class RESTService: Sendable {
             return { [self] (child: ObjectContext, _: inout [ObjectID: Int64]) throws(Problem) in
                 try create(entity, request, child)
             }
+        case ("POST", .bulk(let entity)):
+            return { [self] (child: ObjectContext, _: inout [ObjectID: Int64]) throws(Problem) in
+                try create(entity, request, child, bulk: true)
+            }
         case ("PATCH", .item(let entity, let id)), ("PUT", .item(let entity, let id)),
             ("DELETE", .item(let entity, let id)):
             return { [self] (child: ObjectContext, expectations: inout [ObjectID: Int64]) throws(Problem) in
@@ -273,6 +279,7 @@ public final class RESTService: Sendable {
             if method == "GET" { return try list(entity, request) }
         case .item(let entity, let id):
             if method == "GET" { return try read(entity, id, request) }
+        case .bulk: break
         case .property(let entity, let id, let name): return try property(entity, id, name, request)
         case .unknown: throw Problem.notFound("no resource at \(request.path)")
         }

@@ -11,6 +11,8 @@ enum Route: Equatable {
     case batch
     /// `/books`
     case collection(entity: String)
+    /// `/books/_bulk`: several objects created at once
+    case bulk(entity: String)
     /// `/books/42` (id as given; checked later)
     case item(entity: String, id: String)
     /// `/books/42/author`
@@ -44,7 +46,7 @@ enum Route: Equatable {
         }
         let id = String(parts[parts.startIndex + 1])
         switch parts.count {
-        case 2: self = .item(entity: entity, id: id)
+        case 2: self = id == "_bulk" ? .bulk(entity: entity) : .item(entity: entity, id: id)
         case 3: self = .property(entity: entity, id: id, name: String(parts[parts.startIndex + 2]))
         default: self = .unknown
         }
@@ -61,6 +63,7 @@ enum Route: Equatable {
         case .openAPIYAML: "/openapi.yaml"
         case .batch: "/_batch"
         case .collection(let entity): "/\(resourcePath(entity))"
+        case .bulk(let entity): "/\(resourcePath(entity))/_bulk"
         case .item(let entity, _): "/\(resourcePath(entity))/{id}"
         case .property(let entity, _, let name): "/\(resourcePath(entity))/{id}/\(name)"
         case .unknown: "unknown"
@@ -72,7 +75,7 @@ enum Route: Equatable {
         switch self {
         case .collection: ["GET", "HEAD", "POST"]
         case .item: ["GET", "HEAD", "PATCH", "PUT", "DELETE"]
-        case .batch: ["POST"]
+        case .batch, .bulk: ["POST"]
         default: ["GET", "HEAD"]
         }
     }
