@@ -7,6 +7,8 @@
 #   3. openapi-python-client generates a client, which is installed into .venv and runs a round
 #      trip (scripts/client_roundtrip.py);
 #   4. openapi-generator-cli generates the python and typescript-fetch clients without errors;
+#      Debian's tsc compiles the TypeScript client with no error, together with
+#      scripts/client_roundtrip.ts, which then runs a round trip under Node;
 #   5. schemathesis runs its default checks over every operation (scripts/schemathesis.toml),
 #      then again against a second server whose Catalog store is in PostgreSQL (a pg_virtualenv
 #      cluster), and against a server with bearer tokens and the document that declares them;
@@ -152,6 +154,32 @@ generator() {
 }
 check "openapi-generator-cli generate -g python" generator python
 check "openapi-generator-cli generate -g typescript-fetch" generator typescript-fetch
+
+# The TypeScript client must compile, not only be generated: tsc 4.8 (Debian's node-typescript),
+# strict mode off, with the round trip in the same program, then the round trip under Node.
+typescript_client_round_trip() {
+    local dir="$work/generated-typescript-fetch"
+    command -v tsc >/dev/null || { echo "tsc is missing: apt-get install node-typescript"; return 1; }
+    command -v node >/dev/null || { echo "node is missing: apt-get install nodejs"; return 1; }
+    [ -f "$dir/index.ts" ] || { echo "no generated client in $dir"; return 1; }
+    cp scripts/client_roundtrip.ts "$dir/"
+    cat >"$dir/tsconfig.json" <<'JSON'
+{"compilerOptions": {"target": "es2019", "module": "commonjs", "lib": ["es2019", "dom"], "strict": false,
+ "outDir": "dist", "skipLibCheck": true, "types": []},
+ "include": ["index.ts", "apis", "models", "runtime.ts", "client_roundtrip.ts"]}
+JSON
+    local output errors
+    output=$(cd "$dir" && tsc -p . 2>&1)
+    errors=$(printf '%s\n' "$output" | grep -c "error TS")
+    if [ -n "$output" ]; then
+        printf '%s\n' "$output" | head -20
+        echo "tsc: $errors errors"
+        return 1
+    fi
+    echo "tsc $(tsc --version | sed 's/Version //'): 0 errors in $(find "$dir" -name '*.ts' | wc -l) files"
+    node "$dir/dist/client_roundtrip.js" "$base"
+}
+check "typescript-fetch client: tsc with no error, round trip under Node" typescript_client_round_trip
 
 schemathesis() {
     local seed=()

@@ -304,8 +304,8 @@ extension OpenAPIBuilder {
             }
             return .string("#/paths/" + escaped + "/" + method)
         }
-        let id: OpenAPINode = ["id": "$response.body#/id"]
-        let versioned: OpenAPINode = ["id": "$response.body#/id", "If-Match": "$response.header.ETag"]
+        let id: OpenAPINode = ["id": "$response.body#/_id"]
+        let versioned: OpenAPINode = ["id": "$response.body#/_id", "If-Match": "$response.header.ETag"]
         var links: [(key: String, value: OpenAPINode)] = [
             ("Read", ["operationRef": pointer(itemPath, "get"), "parameters": id]),
             ("Update", ["operationRef": pointer(itemPath, "patch"), "parameters": versioned]),
