@@ -11,6 +11,13 @@ COPY Sources ./Sources
 RUN swift build -c release --static-swift-stdlib --product strata \
     && install -D -m 0755 .build/release/strata /out/strata
 
+# Assets stage: Swagger UI for /docs, fetched from PyPI and hash-checked by the same script a
+# source checkout uses (nothing of it is in the repository).
+FROM python:3.11-slim-bookworm AS assets
+WORKDIR /src
+COPY scripts/fetch-assets ./scripts/
+RUN scripts/fetch-assets /out/assets
+
 # Runtime stage: only the shared libraries the binary links (see scripts/check-container):
 # SQLite, libmicrohttpd (with GnuTLS, which it depends on, for --tls-cert), libpq (PostgreSQL
 # stores), and libxml2 (Foundation's XML parser reads Core
@@ -23,6 +30,7 @@ RUN apt-get update \
     && mkdir -p /data \
     && chown strata:strata /data
 COPY --from=build /out/strata /usr/local/bin/strata
+COPY --from=assets /out/assets /usr/local/share/strata/assets
 USER 10001:10001
 WORKDIR /data
 VOLUME ["/data"]

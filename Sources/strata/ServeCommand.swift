@@ -39,6 +39,9 @@ enum ServeCommand {
                                   simultaneous connections from one address; more are refused
                                   (STRATA_MAX_CONNECTIONS_PER_IP, default 256, 0 for none)
           --idle-timeout SECONDS  a connection silent this long is closed (STRATA_IDLE_TIMEOUT, default 30)
+          --assets-dir DIR        the folder scripts/fetch-assets filled, for the interactive docs at /docs
+                                  (STRATA_ASSETS_DIR; default: ../share/strata/assets or ../assets
+                                  next to the executable, else /docs is a plain page)
           --request-timeout SECONDS
                                   the longest a request may take to arrive and its response to be
                                   read, handler time apart: 408, or the connection closed
@@ -112,6 +115,7 @@ enum ServeCommand {
             ("STRATA_RATE_LIMIT", "--rate-limit"), ("STRATA_IDEMPOTENCY_HOURS", "--idempotency-hours"),
             ("STRATA_TLS_CERT", "--tls-cert"), ("STRATA_MAX_CONNECTIONS_PER_IP", "--max-connections-per-ip"),
             ("STRATA_IDLE_TIMEOUT", "--idle-timeout"), ("STRATA_REQUEST_TIMEOUT", "--request-timeout"),
+            ("STRATA_ASSETS_DIR", "--assets-dir"),
             ("STRATA_TLS_KEY", "--tls-key"),
             ("STRATA_MAX_HEADER_BYTES", "--max-header-bytes"),
             ("STRATA_LOG_FORMAT", "--log-format"), ("STRATA_DURABILITY", "--durability"),
@@ -160,7 +164,7 @@ enum ServeCommand {
                 "--log-format", "--durability", "--token", "--tokens-file", "--max-target-bytes", "--max-header-bytes",
                 "--query-budget", "--cors-origin", "--entity-access", "--rate-limit",
                 "--idempotency-hours", "--tls-cert", "--tls-key", "--max-connections-per-ip", "--idle-timeout",
-                "--request-timeout",
+                "--request-timeout", "--assets-dir",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -270,6 +274,7 @@ enum ServeCommand {
                 }
             case "--tls-cert": options.tlsCertificate = value
             case "--tls-key": options.tlsKey = value
+            case "--assets-dir": options.assetsDirectory = value
             case "--rate-limit":
                 let parts = value.split(separator: "/", maxSplits: 1).map { Double($0) }
                 guard let rate = parts.first ?? nil, rate > 0, parts.count == 1 || (parts[1] ?? 0) >= 1 else {

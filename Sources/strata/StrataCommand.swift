@@ -12,6 +12,7 @@ enum StrataCommand {
           serve [options]            serve the model as a REST API (strata serve --help)
           health [--port N]          exit 0 when the local server's /live answers 200 (the container health check)
           openapi [--format FORMAT]  print the OpenAPI document of the REST API (strata openapi --help)
+          diagram [--format FORMAT]  print a diagram of the model: svg, mmd (Mermaid) or dot (strata diagram --help)
           inspect PATH [--model PATH]  print a store's metadata and row counts; dry-run a migration (strata inspect --help)
           migrate [options]          migrate store files to the model, all together or none (strata migrate --help)
           split --from OLD --to CONFIG=PATH ...  move a single-file store into one store per configuration (strata split --help)
@@ -41,6 +42,7 @@ enum StrataCommand {
         case "import": return ImportCommand.run(rest)
         case "bench": return BenchCommand.run(rest)
         case "openapi": return OpenAPICommand.run(rest)
+        case "diagram": return DiagramCommand.run(rest)
         default:
             printError("strata: unknown command '\(command)'\n\n\(usage)")
             return 64

@@ -162,12 +162,14 @@ public final class AccessControl: Sendable {
     func requiredScope(_ request: HTTPRequest) -> AccessScope? {
         switch request.path {
         case "/live", "/ready": return nil
-        case "/openapi.json", "/openapi.yaml": return privateOpenAPI ? .read : nil
+        case "/openapi.json", "/openapi.yaml", "/docs": return privateOpenAPI ? .read : nil
         case "/metrics": return .admin
         case "/_batch": return .write
         default:
             // A CORS preflight carries no credentials.
             if request.method == "OPTIONS" { return nil }
+            // The docs' assets go with the document they show.
+            if request.path.hasPrefix("/docs/") { return privateOpenAPI ? .read : nil }
             return request.method == "GET" || request.method == "HEAD" ? .read : .write
         }
     }

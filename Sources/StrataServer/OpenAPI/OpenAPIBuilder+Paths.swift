@@ -38,7 +38,7 @@ extension OpenAPIBuilder {
         let objectParameters: OpenAPINode = [["$ref": "#/components/parameters/Id"]]
         let read = OpenAPINode.members([
             ("operationId", .string(operationID("get", noun))),
-            ("summary", .string("Read a \(name)")),
+            ("summary", .string("Read \(Self.article(name)) \(name)")),
             ("description", .string("The \(name) with this id. `If-None-Match` with its current `ETag` answers 304.")),
             ("tags", tags),
             ("parameters", [["$ref": "#/components/parameters/IfNoneMatch"]]),
@@ -57,7 +57,7 @@ extension OpenAPIBuilder {
         let patchBody: OpenAPINode = ["schema": ref(schema + "Patch")]
         let update = OpenAPINode.members([
             ("operationId", .string(operationID("update", noun))),
-            ("summary", .string("Change a \(name) (JSON Merge Patch)")),
+            ("summary", .string("Change \(Self.article(name)) \(name) (JSON Merge Patch)")),
             (
                 "description",
                 .string(
@@ -78,7 +78,7 @@ extension OpenAPIBuilder {
         ])
         let replace = OpenAPINode.members([
             ("operationId", .string(operationID("replace", noun))),
-            ("summary", .string("Replace a \(name)")),
+            ("summary", .string("Replace \(Self.article(name)) \(name)")),
             (
                 "description",
                 .string(
@@ -93,7 +93,7 @@ extension OpenAPIBuilder {
         ])
         let delete = OpenAPINode.members([
             ("operationId", .string(operationID("delete", noun))),
-            ("summary", .string("Delete a \(name)")),
+            ("summary", .string("Delete \(Self.article(name)) \(name)")),
             ("description", .string(deleteDescription(entity))),
             ("tags", tags),
             ("parameters", [["$ref": "#/components/parameters/IfMatch"]]),
@@ -121,7 +121,7 @@ extension OpenAPIBuilder {
                 let destination = model.entity(named: relationship.destination)
                 operation = .members([
                     ("operationId", .string(operationID("list", noun + property))),
-                    ("summary", .string("List the \(relationship.name) of a \(name)")),
+                    ("summary", .string("List the \(relationship.name) of \(Self.article(name)) \(name)")),
                     (
                         "description",
                         .string(
@@ -144,7 +144,7 @@ extension OpenAPIBuilder {
             } else {
                 operation = .members([
                     ("operationId", .string(operationID("get", noun + property))),
-                    ("summary", .string("Read the \(relationship.name) of a \(name)")),
+                    ("summary", .string("Read the \(relationship.name) of \(Self.article(name)) \(name)")),
                     (
                         "description",
                         .string(
@@ -171,7 +171,7 @@ extension OpenAPIBuilder {
             let about = fetched.documentation.map { "\n\n" + $0 } ?? ""
             let operation = OpenAPINode.members([
                 ("operationId", .string(operationID("list", noun + property))),
-                ("summary", .string("List the \(fetched.name) of a \(name)")),
+                ("summary", .string("List the \(fetched.name) of \(Self.article(name)) \(name)")),
                 (
                     "description",
                     .string(
@@ -231,7 +231,7 @@ extension OpenAPIBuilder {
         }
         return .members([
             ("operationId", .string(operationID("create", noun))),
-            ("summary", .string("Create a \(name)")),
+            ("summary", .string("Create \(Self.article(name)) \(name)")),
             ("description", .string(description)),
             ("tags", tags),
             ("requestBody", body),

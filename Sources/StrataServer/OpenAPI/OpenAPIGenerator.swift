@@ -68,6 +68,11 @@ struct OpenAPIBuilder {
     /// A `$ref` to a component schema.
     func ref(_ name: String) -> OpenAPINode { ["$ref": .string("#/components/schemas/\(name)")] }
 
+    /// "an" before a name that starts with a vowel, else "a".
+    static func article(_ name: String) -> String {
+        "AEIOUaeiou".contains(name.first ?? "x") ? "an" : "a"
+    }
+
     /// `text` reduced to letters, digits and `_`, with the first letter uppercased or not.
     static func identifier(_ text: String, capitalized: Bool) -> String {
         var result = String(
@@ -117,6 +122,7 @@ struct OpenAPIBuilder {
             schemas.append((name + "List", listSchema(entity)))
         }
         paths += systemPaths()
+        paths += diagramPaths()
         schemas += Self.problemSchemas + Self.batchSchemas + Self.systemSchemas
         var tags: [OpenAPINode] = model.entities.map { entity in
             .members([
@@ -161,7 +167,8 @@ struct OpenAPIBuilder {
         """
         The REST API that `strata serve` derives from the \(model.name) model (model hash \(model.versionHash)).
 
-        Every entity is a collection (`GET` to list, `POST` to create one object or an array of them) with \
+        Every entity is a collection (`GET` to list, `POST` to create one object, `POST …/_bulk` to create an \
+        array of them, all or none) with \
         objects under it (`GET`, `PATCH` as a JSON Merge Patch, `PUT` to replace, `DELETE`), and every \
         relationship and fetched property is a sub-resource of an object. An object is \
         `{"_id": 42, "_version": 3, ...attributes, "author": 7, "tags": [1, 2]}` (`_id` and `_version` are the server's own members in every entity, so they never collide with an attribute named `id` or `version`): every attribute is present \

@@ -350,6 +350,30 @@ extension RESTService {
 
     // MARK: - System
 
+    /// The model's diagram, each configuration labelled with the type of the store holding it
+    /// (not its location, which only an admin token sees in `/`); hidden entities left out.
+    func diagram(_ format: String) -> HTTPResponse {
+        var stores: [String: String] = [:]
+        for store in reads.storeSummaries {
+            let name =
+                switch store.type {
+                case .sqlite: "SQLite"
+                case .postgresql: "PostgreSQL"
+                case .inMemory: "in memory"
+                }
+            stores[store.configuration ?? ObjectModel.defaultConfiguration] = name + " store"
+        }
+        let hidden = Set(model.entities.map(\.name).filter { access[$0] == .hidden })
+        let diagram = ModelDiagram(model: model, stores: stores, hidden: hidden)
+        let (type, text) =
+            switch format {
+            case "mmd": ("text/vnd.mermaid; charset=utf-8", diagram.mermaid)
+            case "dot": ("text/vnd.graphviz; charset=utf-8", diagram.dot)
+            default: ("image/svg+xml", diagram.svg)
+            }
+        return HTTPResponse(status: 200, headers: [("Content-Type", type)], body: Array(text.utf8))
+    }
+
     /// The service index; without `detailed`, stores are listed without their location and
     /// server version (what only an `admin` token sees when tokens are in force).
     func indexDocument(detailed: Bool = true) -> JSONValue {

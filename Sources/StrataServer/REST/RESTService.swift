@@ -31,6 +31,8 @@ public final class RESTService: Sendable {
     let readCache: ReadCache
     /// The OpenAPI document, if one is served.
     let openAPI: (@Sendable () -> (json: String, yaml: String))?
+    /// The interactive docs at `/docs` (a plain page without their assets).
+    let docs: APIDocs
 
     /// Creates the service.
     /// - Parameters:
@@ -46,8 +48,9 @@ public final class RESTService: Sendable {
     public init(
         root: ObjectContext, reads: any CommittedReads, metrics: Metrics = Metrics(),
         openAPI: (@Sendable () -> (json: String, yaml: String))? = nil, readCacheLimit: Int = 10_000,
-        entityAccess: [String: EntityAccess] = [:]
+        entityAccess: [String: EntityAccess] = [:], docs: APIDocs = APIDocs()
     ) throws(Problem) {
+        self.docs = docs
         model = reads.model
         access = reads.model.resolvedAccess(overrides: entityAccess)
         self.reads = reads
@@ -130,10 +133,16 @@ public final class RESTService: Sendable {
     /// ``HTTPDispatch/pool`` for the rest (reads from PostgreSQL stores, lists, sub-resources, batches, the OpenAPI document).
     public func dispatch(for request: HTTPRequest) -> HTTPDispatch {
         let method = request.method == "HEAD" ? "GET" : request.method
-        switch (method, Route(path: request.path, resources: resources)) {
+        let route = Route(path: request.path, resources: resources)
+        switch (method, route) {
+        case ("GET", .index), ("GET", .item): if Self.wantsHTML(request) { return .pool }
+        default: break
+        }
+        switch (method, route) {
         case ("GET", .item(let entity, _)) where remoteEntities.contains(entity): return .pool
         case ("GET", .index) where !remoteEntities.isEmpty: return .pool
-        case ("GET", .index), ("GET", .live), ("GET", .ready), ("GET", .metrics), ("GET", .item), ("GET", .unknown):
+        case ("GET", .index), ("GET", .live), ("GET", .ready), ("GET", .metrics), ("GET", .item), ("GET", .unknown),
+            ("GET", .docs):
             return .inline
         case ("POST", .collection), ("POST", .bulk), ("PATCH", .item), ("PUT", .item), ("DELETE", .item):
             return .deferred
@@ -256,6 +265,7 @@ public final class RESTService: Sendable {
         guard methods.contains(request.method) || (request.method == "HEAD" && methods.contains("GET")) else {
             throw Problem.methodNotAllowed(request.method, allowed: methods)
         }
+        if method == "GET", Self.wantsHTML(request), let page = try htmlPage(route, request) { return page }
         switch route {
         case .index:
             let scopes = request.attributes["scopes"]
@@ -275,6 +285,12 @@ public final class RESTService: Sendable {
                 : HTTPResponse(
                     status: 200, headers: [("Content-Type", "application/yaml")], body: Array(document.yaml.utf8))
         case .batch: return try batch(request)
+        case .diagram(let format): return diagram(format)
+        case .docs(let file):
+            guard let response = docs.response(file, document: openAPI) else {
+                throw Problem.notFound("no resource at \(request.path)")
+            }
+            return response
         case .collection(let entity):
             if method == "GET" { return try list(entity, request) }
         case .item(let entity, let id):

@@ -9,6 +9,10 @@ enum Route: Equatable {
     case openAPIJSON
     case openAPIYAML
     case batch
+    /// `/_model/diagram.svg`, `.mmd` or `.dot`: the format
+    case diagram(format: String)
+    /// `/docs` (nil) and `/docs/<file>`: the API docs and their assets
+    case docs(file: String?)
     /// `/books`
     case collection(entity: String)
     /// `/books/_bulk`: several objects created at once
@@ -36,7 +40,21 @@ enum Route: Equatable {
             case "openapi.json": self = .openAPIJSON
             case "openapi.yaml": self = .openAPIYAML
             case "_batch": self = .batch
+            case "docs": self = .docs(file: nil)
             default: self = resources[String(first)].map { .collection(entity: $0) } ?? .unknown
+            }
+            return
+        }
+        if first == "docs", parts.count == 2 {
+            self = .docs(file: String(parts[parts.startIndex + 1]))
+            return
+        }
+        if first == "_model", parts.count == 2 {
+            switch parts[parts.startIndex + 1] {
+            case "diagram.svg": self = .diagram(format: "svg")
+            case "diagram.mmd": self = .diagram(format: "mmd")
+            case "diagram.dot": self = .diagram(format: "dot")
+            default: self = .unknown
             }
             return
         }
@@ -62,6 +80,8 @@ enum Route: Equatable {
         case .openAPIJSON: "/openapi.json"
         case .openAPIYAML: "/openapi.yaml"
         case .batch: "/_batch"
+        case .diagram(let format): "/_model/diagram.\(format)"
+        case .docs(let file): file == nil ? "/docs" : "/docs/{file}"
         case .collection(let entity): "/\(resourcePath(entity))"
         case .bulk(let entity): "/\(resourcePath(entity))/_bulk"
         case .item(let entity, _): "/\(resourcePath(entity))/{id}"

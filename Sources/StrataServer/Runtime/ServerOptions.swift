@@ -101,6 +101,9 @@ public struct ServerOptions: Sendable {
     /// The PEM certificate chain and private key to serve HTTPS with (both, or neither).
     public var tlsCertificate: String?
     public var tlsKey: String?
+    /// The folder holding `swagger-ui/` for `/docs` (scripts/fetch-assets); nil: next to the
+    /// executable; empty, or when neither has them: `/docs` is a plain page.
+    public var assetsDirectory: String?
     /// Origins whose pages may call the server from a browser (`*`: any, anonymous access only).
     public var corsOrigins: [String] = []
 

@@ -220,6 +220,19 @@ public final class StrataServerInstance: Sendable {
             http.stop()
             throw ServeError(error.description)
         }
+        let docs: APIDocs
+        if options.assetsDirectory == "" {
+            docs = APIDocs()
+        } else if let directory = options.assetsDirectory {
+            do {
+                docs = try APIDocs(directory: directory)
+            } catch {
+                http.stop()
+                throw error
+            }
+        } else {
+            docs = APIDocs.nearExecutable()
+        }
         do {
             let rest = try RESTService(
                 root: ObjectContext(coordinator: container.coordinator), reads: container.coordinator, metrics: metrics,
@@ -231,7 +244,7 @@ public final class StrataServerInstance: Sendable {
                         )
                     ] in
                     document
-                }, entityAccess: options.entityAccess)
+                }, entityAccess: options.entityAccess, docs: docs)
             coordinator.withLock { $0 = container.coordinator }
             for (entity, holders) in container.coordinator.routes.sorted(by: { $0.key < $1.key })
             where holders.count > 1 {

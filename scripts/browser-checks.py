@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Opens the landing page, /docs and the model diagram in headless Chromium (Debian's chromium).
+
+Run by scripts/test after `swift build` and scripts/fetch-assets:
+
+    python3 scripts/browser-checks.py [BINARY] [ASSETS]
+
+Starts `strata serve` on a free loopback port with a fresh data folder and the Swagger UI assets,
+creates a few objects, then for each page asks Chromium for the DOM after its scripts ran
+(`--dump-dom`) and asserts on it: the landing page names every entity with its count, /docs
+lists every operation of the OpenAPI document (Swagger UI's own DOM, so its JavaScript ran),
+the diagram groups every entity in its configuration. Chromium's network log must show no
+request to any host but the server's. A screenshot of each page is kept in
+.build/artifacts/screenshots. Prints one line per check and exits non-zero when one fails.
+"""
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+binary = sys.argv[1] if len(sys.argv) > 1 else ".build/debug/strata"
+assets = sys.argv[2] if len(sys.argv) > 2 else ".build/assets"
+shots = os.path.join(".build", "artifacts", "screenshots")
+failures = 0
+
+
+def report(ok, name, detail=""):
+    global failures
+    print(("ok: " if ok else "FAILED: ") + name + (f" ({detail})" if detail else ""))
+    if not ok:
+        failures += 1
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    sys.exit("FAILED: no chromium on PATH (apt-get install chromium)")
+
+
+def browse(url, work, extra):
+    """The DOM after scripts ran, and every URL Chromium's network log shows the page asking for.
+
+    Chromium's own traffic (its updater, clock and account checks) is no request of the page:
+    those requests carry no initiator, while everything a page loads names the page's origin."""
+    log = os.path.join(work, "net-%d.json" % time.monotonic_ns())
+    command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--disable-default-apps", "--disable-extensions", "--user-data-dir=" + os.path.join(work, "profile"),
+               "--log-net-log=" + log, "--virtual-time-budget=10000"] + extra + [url]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    urls = set()
+    if os.path.exists(log):
+        text = open(log, encoding="utf-8", errors="replace").read().rstrip().rstrip(",")
+        try:
+            events = json.loads(text if text.endswith("}") else text + "]}").get("events", [])
+        except json.JSONDecodeError:
+            events = []
+        origin = url.split("/", 3)[:3]
+        for event in events:
+            params = event.get("params") or {}
+            initiator = params.get("initiator", "")
+            if "url" in params and initiator.startswith("/".join(origin)):
+                urls.add(params["url"])
+        # The page itself, whatever its initiator.
+        urls.add(url)
+    return result.stdout, urls
+
+
+def outside(urls, port):
+    """Requests that left the machine: any http(s), ws or ftp URL not on the server's address."""
+    return sorted(u for u in urls if re.match(r"^(https?|wss?|ftp)://", u)
+                  and not u.startswith(f"http://127.0.0.1:{port}/"))
+
+
+def request(base, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(base + path, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as response:
+        return json.loads(response.read() or b"null")
+
+
+def main():
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    work = tempfile.mkdtemp(prefix="strata-browser-")
+    os.makedirs(shots, exist_ok=True)
+    server = subprocess.Popen([binary, "serve", "--port", str(port), "--data-dir", os.path.join(work, "data"),
+                               "--durability", "normal", "--assets-dir", assets],
+                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "server.log"), "w"))
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(base + "/ready", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        author = request(base, "POST", "/authors", {"name": "Ursula K. Le Guin"})
+        request(base, "POST", "/books/_bulk", [{"title": "A Wizard of Earthsea", "year": 1968, "author": author["_id"]},
+                                               {"title": "The Dispossessed", "year": 1974, "author": author["_id"]}])
+        request(base, "POST", "/tags", {"name": "fantasy"})
+        index = request(base, "GET", "/")
+        entities = [entity["name"] for entity in index["entities"]]
+        document = request(base, "GET", "/openapi.json")
+
+        dom, urls = browse(base + "/", work, ["--dump-dom"])
+        missing = [e for e in entities if f'data-entity="{e}"' not in dom]
+        counts = re.findall(r'data-entity="Book".*?<td class="count">(\d+)</td>', dom, re.S)
+        report(not missing and counts[:1] == ["2"], "the landing page names every entity with its count",
+               f"missing {missing}, Book count {counts[:1]}")
+        report(not outside(urls, port), "the landing page loads nothing from elsewhere", ", ".join(outside(urls, port)))
+
+        dom, urls = browse(base + "/docs", work, ["--dump-dom"])
+        operations = [(op.get("tags") or ["default"])[0] + "-" + op["operationId"]
+                      for item in document["paths"].values() for method, op in item.items()
+                      if method in ("get", "post", "put", "patch", "delete")]
+        absent = [o for o in operations if f'id="operations-{o}"' not in dom]
+        report(not absent and len(operations) > 0, f"/docs (Swagger UI) lists all {len(operations)} operations",
+               f"absent {absent[:5]}")
+        report(not outside(urls, port), "/docs loads nothing from elsewhere", ", ".join(outside(urls, port)))
+
+        dom, urls = browse(base + "/_model/diagram.svg", work, ["--dump-dom"])
+        grouped = all(re.search(r'data-configuration="Catalog".*data-entity="%s"' % e, dom, re.S)
+                      for e in ("Author", "Book", "Tag"))
+        report(grouped and 'data-entity="SearchLog"' in dom, "the diagram draws every entity in its configuration")
+
+        for name, path in (("landing", "/"), ("docs", "/docs"), ("diagram", "/_model/diagram.svg"),
+                           ("books", "/books")):
+            target = os.path.abspath(os.path.join(shots, name + ".png"))
+            browse(base + path, work, ["--screenshot=" + target, "--window-size=1400,1000", "--hide-scrollbars"])
+            report(os.path.exists(target) and os.path.getsize(target) > 5000, f"screenshot of {path}", target)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"browser checks: {failures} failed")
+    sys.exit(1 if failures else 0)
+
+
+main()
