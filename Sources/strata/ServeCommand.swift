@@ -41,7 +41,7 @@ enum ServeCommand {
           --idle-timeout SECONDS  a connection silent this long is closed (STRATA_IDLE_TIMEOUT, default 30)
           --assets-dir DIR        the folder scripts/fetch-assets filled, for the interactive docs at /docs
                                   (STRATA_ASSETS_DIR; default: ../share/strata/assets or ../assets
-                                  next to the executable, else /docs is a plain page)
+                                  next to the executable, else or with '' /docs is a plain page)
           --request-timeout SECONDS
                                   the longest a request may take to arrive and its response to be
                                   read, handler time apart: 408, or the connection closed

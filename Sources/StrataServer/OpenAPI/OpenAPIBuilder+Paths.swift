@@ -149,7 +149,7 @@ extension OpenAPIBuilder {
                         "description",
                         .string(
                             "The \(relationship.destination) in the to-one relationship `\(relationship.name)`; "
-                                + "404 when there is none." + about)
+                                + "204 (no body) when there is none; 404 when the \(name) does not exist." + about)
                     ),
                     ("tags", tags),
                     (
@@ -159,6 +159,7 @@ extension OpenAPIBuilder {
                                 "200",
                                 objectResponse(schemaName(relationship.destination), "The \(relationship.destination).")
                             ),
+                            ("204", ["description": .string("The \(name) has no \(relationship.name).")]),
                             ("400", nil), ("404", nil), ("503", nil),
                         ])
                     ),

@@ -110,10 +110,9 @@ extension RESTService {
                     if !request.query.isEmpty {
                         throw Problem.badRequest("a to-one relationship takes no query parameters")
                     }
-                    guard let target = try object.object(forKey: name) else {
-                        // A distinct problem type, so clients can tell "no author" from "no book".
-                        throw Problem(404, "No Related Object", "\(entity) \(id) has no \(name)")
-                    }
+                    // 204 for an empty to-one, so that "no author" is not "no book" (404): an object
+                    // just created is always there, whatever it relates to.
+                    guard let target = try object.object(forKey: name) else { return HTTPResponse(status: 204) }
                     return json(200, try codec.render(target), headers: [("ETag", ObjectCodec.etag(target.version))])
                 }
                 return try page(try object.objects(forKey: name), request)
