@@ -42,6 +42,9 @@ enum ServeCommand {
           --assets-dir DIR        the folder scripts/fetch-assets filled, for the interactive docs at /docs
                                   (STRATA_ASSETS_DIR; default: ../share/strata/assets or ../assets
                                   next to the executable, else or with '' /docs is a plain page)
+          --limit NAME=N          a bound on a request's shape, answered 400 (repeatable, or comma-separated;
+                                  STRATA_LIMITS): page-size (1000), order-keys (32), filters (64),
+                                  where-length (4096), batch (100), json-depth (32), json-elements (200000)
           --request-timeout SECONDS
                                   the longest a request may take to arrive and its response to be
                                   read, handler time apart: 408, or the connection closed
@@ -115,7 +118,7 @@ enum ServeCommand {
             ("STRATA_RATE_LIMIT", "--rate-limit"), ("STRATA_IDEMPOTENCY_HOURS", "--idempotency-hours"),
             ("STRATA_TLS_CERT", "--tls-cert"), ("STRATA_MAX_CONNECTIONS_PER_IP", "--max-connections-per-ip"),
             ("STRATA_IDLE_TIMEOUT", "--idle-timeout"), ("STRATA_REQUEST_TIMEOUT", "--request-timeout"),
-            ("STRATA_ASSETS_DIR", "--assets-dir"),
+            ("STRATA_ASSETS_DIR", "--assets-dir"), ("STRATA_LIMITS", "--limit"),
             ("STRATA_TLS_KEY", "--tls-key"),
             ("STRATA_MAX_HEADER_BYTES", "--max-header-bytes"),
             ("STRATA_LOG_FORMAT", "--log-format"), ("STRATA_DURABILITY", "--durability"),
@@ -164,7 +167,7 @@ enum ServeCommand {
                 "--log-format", "--durability", "--token", "--tokens-file", "--max-target-bytes", "--max-header-bytes",
                 "--query-budget", "--cors-origin", "--entity-access", "--rate-limit",
                 "--idempotency-hours", "--tls-cert", "--tls-key", "--max-connections-per-ip", "--idle-timeout",
-                "--request-timeout", "--assets-dir",
+                "--request-timeout", "--assets-dir", "--limit",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -275,6 +278,8 @@ enum ServeCommand {
             case "--tls-cert": options.tlsCertificate = value
             case "--tls-key": options.tlsKey = value
             case "--assets-dir": options.assetsDirectory = value
+            case "--limit":
+                for item in value.split(separator: ",") { try options.limits.set(String(item)) }
             case "--rate-limit":
                 let parts = value.split(separator: "/", maxSplits: 1).map { Double($0) }
                 guard let rate = parts.first ?? nil, rate > 0, parts.count == 1 || (parts[1] ?? 0) >= 1 else {

@@ -134,6 +134,54 @@ import Testing
     }
 }
 
+/// Every request-shape limit is the server's to set (`--limit NAME=N`), and the served document
+/// states the ones a schema can.
+@Suite struct ConfiguredLimitTests {
+    @Test func eachLimitCanBeSetAndIsAnsweredWithAProblem() throws {
+        var limits = RequestLimits()
+        for setting in [
+            "page-size=5", "order-keys=2", "filters=2", "where-length=20", "batch=2", "json-depth=4",
+            "json-elements=20",
+        ] {
+            try limits.set(setting)
+        }
+        #expect(throws: ServeError.self) { try limits.set("page-size=0") }
+        #expect(throws: ServeError.self) { try limits.set("pages=5") }
+        let fixture = try ServerFixture { $0.limits = limits }
+        let client = fixture.client
+        func expectProblem(_ response: ClientResponse, _ text: String) {
+            #expect(response.status == 400, "\(text): \(response.text)")
+            #expect(response.header("Content-Type") == "application/problem+json")
+            #expect(response.text.contains(text), "\(response.text)")
+        }
+        #expect(try client.send("GET", "/books?limit=5").status == 200)
+        expectProblem(try client.send("GET", "/books?limit=6"), "from 1 to 5")
+        #expect(try client.send("GET", "/books?order=year,title").status == 200)
+        expectProblem(try client.send("GET", "/books?order=year,title,_id"), "at most 2 are accepted")
+        expectProblem(try client.send("GET", "/books?year=gt.1&year=lt.9&title=eq.x"), "at most 2 are accepted")
+        expectProblem(
+            try client.send("GET", "/books?where=" + HostileInputTests.query("year > 1 AND year < 3000")), "at most 20")
+        let three = Array(repeating: #"{"method": "POST", "path": "/tags", "body": {"name": "t"}}"#, count: 3)
+        expectProblem(
+            try client.send("POST", "/_batch", json: #"{"operations": [\#(three.joined(separator: ","))]}"#),
+            "1 to 2 operations")
+        expectProblem(
+            try client.send("POST", "/books", json: #"{"title": "x", "metadata": {"a": {"b": {"c": {}}}}}"#),
+            "nesting deeper than 4")
+        #expect(try client.send("POST", "/tags/_bulk", json: #"[{"name": "a"}, {"name": "b"}]"#).status == 201)
+        let eleven = (0..<11).map { #"{"name": "n\#($0)"}"# }.joined(separator: ",")
+        expectProblem(try client.send("POST", "/tags/_bulk", json: "[" + eleven + "]"), "more than 20 values")
+        // The served document states the page size and the batch size.
+        let document = try client.send("GET", "/openapi.json").json
+        let components = document.objectValue?["components"]?.objectValue
+        #expect(
+            components?["parameters"]?.objectValue?["Limit"]?.objectValue?["schema"]?.objectValue?["maximum"]
+                == .integer(5))
+        let batch = components?["schemas"]?.objectValue?["BatchRequest"]?.objectValue?["properties"]?.objectValue
+        #expect(batch?["operations"]?.objectValue?["maxItems"] == .integer(2))
+    }
+}
+
 /// Connections: per address, and idle ones.
 @Suite struct ConnectionLimitTests {
     /// A connected socket to the loopback `port`, with a 3 s receive timeout.

@@ -56,10 +56,12 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
 }
 
 extension JSONValue {
-    /// Parses a JSON text (RFC 8259). Rejects invalid UTF-8, trailing data and nesting deeper
-    /// than `maxDepth`.
-    public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
-        var parser = JSONParser(bytes: Array(bytes), maxDepth: maxDepth)
+    /// Parses a JSON text (RFC 8259). Rejects invalid UTF-8, trailing data, nesting deeper
+    /// than `maxDepth` and more than `maxElements` values (every value counts, containers too).
+    public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = 64, maxElements: Int = .max)
+        throws(JSONParseError) -> JSONValue
+    {
+        var parser = JSONParser(bytes: Array(bytes), maxDepth: maxDepth, maxElements: maxElements)
         return try parser.parseDocument()
     }
 
@@ -181,12 +183,15 @@ extension JSONValue {
 private struct JSONParser {
     let bytes: [UInt8]
     let maxDepth: Int
+    let maxElements: Int
     var index = 0
     var depth = 0
+    var elements = 0
 
-    init(bytes: [UInt8], maxDepth: Int) {
+    init(bytes: [UInt8], maxDepth: Int, maxElements: Int) {
         self.bytes = bytes
         self.maxDepth = maxDepth
+        self.maxElements = maxElements
     }
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
@@ -205,6 +210,8 @@ private struct JSONParser {
 
     mutating func parseValue() throws(JSONParseError) -> JSONValue {
         guard index < bytes.count else { throw fail("unexpected end of input") }
+        elements += 1
+        if elements > maxElements { throw fail("more than \(maxElements) values") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()

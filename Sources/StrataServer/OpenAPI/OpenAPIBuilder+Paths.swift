@@ -360,7 +360,7 @@ extension OpenAPIBuilder {
     }
 
     /// Parameters every entity shares.
-    static var sharedParameters: [(key: String, value: OpenAPINode)] {
+    var sharedParameters: [(key: String, value: OpenAPINode)] {
         // As the server reads them: `*`, or tags separated by commas, where empty items between
         // commas are skipped but an item of only blanks is refused.
         let tag = #"[ \t]*(W/)?"[+-]?[0-9]{1,18}"[ \t]*"#
@@ -379,7 +379,7 @@ extension OpenAPIBuilder {
                     "name": "limit", "in": "query", "required": false, "description": "The most items in the page.",
                     "schema": [
                         "type": "integer", "format": "int32", "minimum": 1,
-                        "maximum": .integer(Int64(ListQuery.maxLimit)),
+                        "maximum": .integer(Int64(limits.pageSize)),
                         "default": .integer(Int64(ListQuery.defaultLimit)),
                     ],
                 ]

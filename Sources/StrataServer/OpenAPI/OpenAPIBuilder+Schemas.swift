@@ -316,7 +316,7 @@ extension OpenAPIBuilder {
     }
 
     /// `POST /_batch` request and response schemas.
-    static var batchSchemas: [(key: String, value: OpenAPINode)] {
+    static func batchSchemas(_ limits: RequestLimits) -> [(key: String, value: OpenAPINode)] {
         [
             (
                 "BatchRequest",
@@ -326,7 +326,7 @@ extension OpenAPIBuilder {
                     "required": ["operations"],
                     "properties": [
                         "operations": [
-                            "type": "array", "minItems": 1, "maxItems": .integer(Int64(RESTService.maxBatchOperations)),
+                            "type": "array", "minItems": 1, "maxItems": .integer(Int64(limits.batchOperations)),
                             "items": ["$ref": "#/components/schemas/BatchOperation"],
                         ]
                     ],

@@ -10,6 +10,8 @@ public struct OpenAPIAccess: Sendable, Equatable {
     public var privateDocument: Bool
     /// Entities served read-only (only their GET operations) or hidden (absent); others as usual.
     public var entities: [String: EntityAccess]
+    /// The server's request limits, for the maxima a schema states (`limit`, a batch's size).
+    public var limits = RequestLimits()
 
     /// Anonymous access: no security scheme.
     public static let anonymous = OpenAPIAccess(bearer: false, privateDocument: false)

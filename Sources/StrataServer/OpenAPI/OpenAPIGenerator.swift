@@ -29,13 +29,16 @@ public enum OpenAPIGenerator {
 extension OpenAPIBuilder {
     /// The document a server with `access` serves.
     static func served(_ model: ObjectModel, _ access: OpenAPIAccess) -> OpenAPINode {
-        secured(idempotent(restricted(document(for: model), access.entities, model: model)), access)
+        secured(
+            idempotent(restricted(document(for: model, limits: access.limits), access.entities, model: model)), access)
     }
 }
 
 /// Builds the document for one model: keeps operation ids and component names unique.
 struct OpenAPIBuilder {
     let model: ObjectModel
+    /// The maxima the schemas state.
+    var limits = RequestLimits()
     /// Operation ids handed out so far.
     var operationIDs: Set<String> = []
     /// Component schema name of each entity's read schema, and the names taken.
@@ -45,7 +48,7 @@ struct OpenAPIBuilder {
     init(model: ObjectModel) {
         self.model = model
         takenSchemaNames = Set(
-            (Self.problemSchemas + Self.batchSchemas + Self.systemSchemas).map(\.key))
+            (Self.problemSchemas + Self.batchSchemas(RequestLimits()) + Self.systemSchemas).map(\.key))
         for entity in model.entities {
             let base = Self.identifier(entity.name, capitalized: true)
             var name = base
@@ -104,8 +107,9 @@ struct OpenAPIBuilder {
     }
 
     /// The whole document for `model`.
-    static func document(for model: ObjectModel) -> OpenAPINode {
+    static func document(for model: ObjectModel, limits: RequestLimits = RequestLimits()) -> OpenAPINode {
         var builder = OpenAPIBuilder(model: model)
+        builder.limits = limits
         return builder.build()
     }
 
@@ -123,7 +127,7 @@ struct OpenAPIBuilder {
         }
         paths += systemPaths()
         paths += diagramPaths()
-        schemas += Self.problemSchemas + Self.batchSchemas + Self.systemSchemas
+        schemas += Self.problemSchemas + Self.batchSchemas(limits) + Self.systemSchemas
         var tags: [OpenAPINode] = model.entities.map { entity in
             .members([
                 ("name", .string(entity.name)),
@@ -154,7 +158,7 @@ struct OpenAPIBuilder {
                 "components",
                 .members([
                     ("schemas", .object(schemas.sorted { $0.key < $1.key })),
-                    ("parameters", .object(Self.sharedParameters.sorted { $0.key < $1.key })),
+                    ("parameters", .object(sharedParameters.sorted { $0.key < $1.key })),
                     ("headers", .object(Self.sharedHeaders.sorted { $0.key < $1.key })),
                     ("responses", .object(Self.sharedResponses.sorted { $0.key < $1.key })),
                 ])

@@ -11,20 +11,13 @@ struct ListQuery {
     var countExact = false
 
     static let defaultLimit = 50
-    static let maxLimit = 1000
     static let reserved: Set<String> = ["where", "order", "limit", "after", "offset", "count"]
-    /// The most sort keys in `order`.
-    static let maxOrderKeys = 32
-    /// The most filters (attribute filters and `where`) in one request.
-    static let maxFilters = 64
-    /// The longest `where` predicate, in characters.
-    static let maxWhereLength = 4096
 
     /// Parses `query` for `entity`.
     /// - Throws: a 400 ``Problem`` naming the parameter.
     init(
         _ query: [(name: String, value: String)], entity: String, model: ObjectModel,
-        objectID: (String, Int64) -> ObjectID?
+        limits: RequestLimits = RequestLimits(), objectID: (String, Int64) -> ObjectID?
     )
         throws(Problem)
     {
@@ -51,10 +44,10 @@ struct ListQuery {
             }
             switch name {
             case "where":
-                guard value.count <= Self.maxWhereLength else {
+                guard value.count <= limits.whereLength else {
                     throw Problem.badRequest(
-                        "where is \(value.count) characters long; at most \(Self.maxWhereLength) are accepted",
-                        errors: [.init(field: "where", code: "tooLong", message: "longer than \(Self.maxWhereLength)")])
+                        "where is \(value.count) characters long; at most \(limits.whereLength) are accepted",
+                        errors: [.init(field: "where", code: "tooLong", message: "longer than \(limits.whereLength)")])
                 }
                 do {
                     predicates.append(try FetchPredicate(format: value))
@@ -64,10 +57,10 @@ struct ListQuery {
                 }
             case "order":
                 let parts = value.split(separator: ",", omittingEmptySubsequences: false)
-                guard parts.count <= Self.maxOrderKeys else {
+                guard parts.count <= limits.orderKeys else {
                     throw Problem.badRequest(
-                        "order has \(parts.count) sort keys; at most \(Self.maxOrderKeys) are accepted",
-                        errors: [.init(field: "order", code: "tooMany", message: "more than \(Self.maxOrderKeys) keys")]
+                        "order has \(parts.count) sort keys; at most \(limits.orderKeys) are accepted",
+                        errors: [.init(field: "order", code: "tooMany", message: "more than \(limits.orderKeys) keys")]
                     )
                 }
                 for part in parts {
@@ -89,9 +82,9 @@ struct ListQuery {
                     order.append(SortKey(pieces[0], ascending: ascending))
                 }
             case "limit":
-                guard let number = Int(value), (1...Self.maxLimit).contains(number) else {
+                guard let number = Int(value), (1...limits.pageSize).contains(number) else {
                     throw Problem.badRequest(
-                        "limit must be an integer from 1 to \(Self.maxLimit), not '\(value)'",
+                        "limit must be an integer from 1 to \(limits.pageSize), not '\(value)'",
                         errors: [.init(field: "limit", code: "invalid", message: "bad limit")])
                 }
                 limit = number
@@ -116,9 +109,9 @@ struct ListQuery {
                 predicates.append(try Self.filter(name, value, entity: entity, model: model, objectID: objectID))
             }
         }
-        guard predicates.count <= Self.maxFilters else {
+        guard predicates.count <= limits.filters else {
             throw Problem.badRequest(
-                "the request has \(predicates.count) filters; at most \(Self.maxFilters) are accepted (combine them in one where=)"
+                "the request has \(predicates.count) filters; at most \(limits.filters) are accepted (combine them in one where=)"
             )
         }
         if seen.contains("after") && seen.contains("offset") {

@@ -2,8 +2,6 @@ import Strata
 import StrataHTTP
 
 extension RESTService {
-    /// The most operations one batch may hold.
-    static let maxBatchOperations = 100
 
     /// `POST /_batch`: several writes (and reads) in one child context, saved all or nothing.
     /// A later operation may refer to an object created earlier as `{"$ref": index}`.
@@ -16,9 +14,9 @@ extension RESTService {
         if let unknown = members.keys.first(where: { $0 != "operations" }) {
             throw Problem.badRequest("unknown member '\(unknown)' in the batch")
         }
-        guard !operations.isEmpty, operations.count <= Self.maxBatchOperations else {
+        guard !operations.isEmpty, operations.count <= limits.batchOperations else {
             throw Problem.badRequest(
-                "a batch holds 1 to \(Self.maxBatchOperations) operations, not \(operations.count)")
+                "a batch holds 1 to \(limits.batchOperations) operations, not \(operations.count)")
         }
         let child = root.newChildContext()
         var expectations: [ObjectID: Int64] = [:]

@@ -7,7 +7,8 @@ extension RESTService {
 
     func list(_ entity: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let query = try ListQuery(
-            request.query, entity: entity, model: model, objectID: { prototypeByEntity[$0]?.withPrimaryKey($1) })
+            request.query, entity: entity, model: model, limits: limits,
+            objectID: { prototypeByEntity[$0]?.withPrimaryKey($1) })
         var fetch = query.request(entity)
         fetch.affectedStores = homeStores[entity]
         // One more than the page tells whether there is a next page.
@@ -140,8 +141,8 @@ extension RESTService {
         for (name, value) in request.query {
             switch name {
             case "limit":
-                guard let number = Int(value), (1...ListQuery.maxLimit).contains(number) else {
-                    throw Problem.badRequest("limit must be an integer from 1 to \(ListQuery.maxLimit), not '\(value)'")
+                guard let number = Int(value), (1...limits.pageSize).contains(number) else {
+                    throw Problem.badRequest("limit must be an integer from 1 to \(limits.pageSize), not '\(value)'")
                 }
                 limit = number
             case "offset":

@@ -33,6 +33,8 @@ public final class RESTService: Sendable {
     let openAPI: (@Sendable () -> (json: String, yaml: String))?
     /// The interactive docs at `/docs` (a plain page without their assets).
     let docs: APIDocs
+    /// The bounds on a request's shape.
+    let limits: RequestLimits
 
     /// Creates the service.
     /// - Parameters:
@@ -48,9 +50,10 @@ public final class RESTService: Sendable {
     public init(
         root: ObjectContext, reads: any CommittedReads, metrics: Metrics = Metrics(),
         openAPI: (@Sendable () -> (json: String, yaml: String))? = nil, readCacheLimit: Int = 10_000,
-        entityAccess: [String: EntityAccess] = [:], docs: APIDocs = APIDocs()
+        entityAccess: [String: EntityAccess] = [:], docs: APIDocs = APIDocs(), limits: RequestLimits = RequestLimits()
     ) throws(Problem) {
         self.docs = docs
+        self.limits = limits
         model = reads.model
         access = reads.model.resolvedAccess(overrides: entityAccess)
         self.reads = reads
@@ -357,7 +360,7 @@ public final class RESTService: Sendable {
                     : "send the body as application/json, not \(type)")
         }
         do {
-            return try JSONValue.parse(request.body, maxDepth: 32)
+            return try JSONValue.parse(request.body, maxDepth: limits.jsonDepth, maxElements: limits.jsonElements)
         } catch {
             throw Problem.badRequest("the body is not valid JSON: \(error)")
         }

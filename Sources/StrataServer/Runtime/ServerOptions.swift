@@ -104,6 +104,8 @@ public struct ServerOptions: Sendable {
     /// The folder holding `swagger-ui/` for `/docs` (scripts/fetch-assets); nil: next to the
     /// executable; empty, or when neither has them: `/docs` is a plain page.
     public var assetsDirectory: String?
+    /// The bounds on a request's shape (`--limit NAME=N`).
+    public var limits = RequestLimits()
     /// Origins whose pages may call the server from a browser (`*`: any, anonymous access only).
     public var corsOrigins: [String] = []
 

@@ -205,9 +205,10 @@ public final class StrataServerInstance: Sendable {
                 throw ServeError("cannot keep idempotency keys in \(path): \(error)")
             }
         }
-        let openAPIAccess = OpenAPIAccess(
+        var openAPIAccess = OpenAPIAccess(
             bearer: control.isEnabled, privateDocument: options.privateOpenAPI,
             entities: model.resolvedAccess(overrides: options.entityAccess))
+        openAPIAccess.limits = options.limits
         do {
             try http.start()
         } catch {
@@ -244,7 +245,7 @@ public final class StrataServerInstance: Sendable {
                         )
                     ] in
                     document
-                }, entityAccess: options.entityAccess, docs: docs)
+                }, entityAccess: options.entityAccess, docs: docs, limits: options.limits)
             coordinator.withLock { $0 = container.coordinator }
             for (entity, holders) in container.coordinator.routes.sorted(by: { $0.key < $1.key })
             where holders.count > 1 {
