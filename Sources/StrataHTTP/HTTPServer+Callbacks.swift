@@ -41,7 +41,11 @@ extension HTTPServer {
                     ? configuration.connectionMemoryBytes
                     : max(65536, 2 * (configuration.maxTargetBytes + configuration.maxHeaderBytes) + 16384)),
             cmhd_option_value(.CONNECTION_LIMIT, max(1, configuration.maxConnections)),
-            cmhd_option_value(.PER_IP_CONNECTION_LIMIT, max(0, configuration.perIPConnectionLimit)),
+            // Strata answers the connections past an address's share itself (429); libmicrohttpd's
+            // own limit, twice as high, only refuses a flood that never sends a request.
+            cmhd_option_value(
+                .PER_IP_CONNECTION_LIMIT,
+                configuration.perIPConnectionLimit > 0 ? max(2 * configuration.perIPConnectionLimit, 16) : 0),
             cmhd_option_value(.CONNECTION_TIMEOUT, max(0, configuration.connectionTimeoutSeconds)),
             cmhd_option_notify_completed(
                 { cls, connection, state, _ in
@@ -54,15 +58,16 @@ extension HTTPServer {
             cmhd_option_unescape({ _, _, string in string.map { strlen($0) } ?? 0 }, nil),
             cmhd_option_pointer(.SOCK_ADDR, address),
         ]
+        // Every connection is recorded: its address counts against the per-address limit.
+        options.append(
+            cmhd_option_notify_connection(
+                { cls, connection, socketContext, code in
+                    guard let cls, let connection, let socketContext else { return }
+                    Unmanaged<HTTPServerContext>.fromOpaque(cls).takeUnretainedValue().connectionChanged(
+                        connection, context: socketContext,
+                        opened: code.rawValue == 0 /* MHD_CONNECTION_NOTIFY_STARTED */)
+                }, context))
         if configuration.requestTimeoutSeconds > 0 {
-            options.append(
-                cmhd_option_notify_connection(
-                    { cls, connection, socketContext, code in
-                        guard let cls, let connection, let socketContext else { return }
-                        Unmanaged<HTTPServerContext>.fromOpaque(cls).takeUnretainedValue().connectionChanged(
-                            connection, context: socketContext,
-                            opened: code.rawValue == 0 /* MHD_CONNECTION_NOTIFY_STARTED */)
-                    }, context))
             options.append(
                 cmhd_option_uri_log(
                     { cls, _, connection in

@@ -19,7 +19,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var connectionMemoryBytes: Int = 0
     /// The most connections open at once; further connections are refused.
     public var maxConnections: Int = 1024
-    /// The most connections open at once from one IP address; 0 means no limit.
+    /// The most connections open at once from one IP address; 0 means no limit. A connection
+    /// past it gets the `tooLarge` response (``HTTPRequest/exceededLimit`` `"connections"`) to its
+    /// first request, and is closed.
     public var perIPConnectionLimit: Int = 256
     /// Seconds a connection may stay idle before it is closed; 0 means never.
     public var connectionTimeoutSeconds: Int = 30

@@ -33,6 +33,12 @@ final class HTTPServerContext: Sendable {
     let counters: HTTPServerCounters
     /// Holds each request to a total time; `nil` when there is no such limit.
     let watchdog: RequestWatchdog?
+    /// The most connections one address may have open; 0: no limit of its own. Beyond it a
+    /// connection is accepted, its requests answered 429 (`tooLarge` with
+    /// ``HTTPRequest/exceededLimit`` `"connections"`) and it is closed.
+    let perAddressLimit: Int
+    /// Open connections by peer address.
+    private let connectionsByAddress = Mutex<[String: Int]>([:])
     /// libmicrohttpd's error messages while the daemon starts; `nil` once it runs.
     private let startupMessages = Mutex<[String]?>([])
 
@@ -41,9 +47,11 @@ final class HTTPServerContext: Sendable {
         tooLarge: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
         dispatch: @escaping @Sendable (HTTPRequest) -> HTTPDispatch,
         deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)?, maxBodyBytes: Int, maxTargetBytes: Int = .max,
-        maxHeaderBytes: Int = .max, pool: HandlerPool, counters: HTTPServerCounters, watchdog: RequestWatchdog? = nil
+        maxHeaderBytes: Int = .max, pool: HandlerPool, counters: HTTPServerCounters, watchdog: RequestWatchdog? = nil,
+        perAddressLimit: Int = 0
     ) {
         self.watchdog = watchdog
+        self.perAddressLimit = perAddressLimit
         self.maxTargetBytes = maxTargetBytes
         self.maxHeaderBytes = maxHeaderBytes
         self.handler = handler
@@ -71,6 +79,11 @@ final class HTTPServerContext: Sendable {
             let target =
                 request.path.utf8.count + request.query.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 }
             let headerBytes = request.headers.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 }
+            if clock(of: connection)?.isOverLimit == true {
+                pending.exceeded = true
+                pending.request.attributes["exceeded"] = "connections"
+                return respond(to: pending, on: connection)
+            }
             if target > maxTargetBytes || headerBytes > maxHeaderBytes {
                 pending.exceeded = true
                 pending.request.attributes["exceeded"] = target > maxTargetBytes ? "target" : "headers"
@@ -136,8 +149,10 @@ final class HTTPServerContext: Sendable {
             counters.add(counters.inHandler, 1)
             let response = pending.exceeded ? tooLarge(pending.request) : handler(pending.request)
             counters.add(counters.inHandler, -1)
-            clock(of: connection)?.restart()
-            return HTTPConnection.queue(response, on: connection, closing: counters.isStopping)
+            let clock = clock(of: connection)
+            clock?.restart()
+            return HTTPConnection.queue(
+                response, on: connection, closing: counters.isStopping || clock?.isOverLimit == true)
         }
         clock(of: connection)?.pause()
         counters.add(counters.suspended, 1)
@@ -163,26 +178,38 @@ final class HTTPServerContext: Sendable {
         counters.add(counters.inFlight, -1)
     }
 
-    /// The clock the watchdog keeps for `connection`, or `nil` without a total time limit.
+    /// What the server keeps for `connection` (its address and request clock).
     func clock(of connection: OpaquePointer) -> ConnectionClock? {
-        guard watchdog != nil, let pointer = cmhd_connection_socket_context(connection) else { return nil }
+        guard let pointer = cmhd_connection_socket_context(connection) else { return nil }
         return Unmanaged<ConnectionClock>.fromOpaque(pointer).takeUnretainedValue()
     }
 
-    /// libmicrohttpd's connection notices: a connection's clock is made when it opens and
-    /// dropped (after the watchdog lets go of it) before it closes.
+    /// libmicrohttpd's connection notices: a connection's record is made when it opens (counted
+    /// against its address, watched by the watchdog) and dropped before it closes.
     func connectionChanged(
         _ connection: OpaquePointer, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
         opened: Bool
     ) {
-        guard let watchdog else { return }
         if opened {
-            let clock = watchdog.opened(socket: cmhd_connection_socket(connection))
+            let address = SocketAddress.numericHost(of: cmhd_connection_client_address(connection))
+            let count = connectionsByAddress.withLock { counts in
+                counts[address, default: 0] += 1
+                return counts[address]!
+            }
+            let clock = ConnectionClock(
+                socket: cmhd_connection_socket(connection), address: address,
+                isOverLimit: perAddressLimit > 0 && count > perAddressLimit)
+            watchdog?.opened(clock)
             context.pointee = Unmanaged.passRetained(clock).toOpaque()
         } else if let pointer = context.pointee {
             context.pointee = nil
             let clock = Unmanaged<ConnectionClock>.fromOpaque(pointer)
-            watchdog.closed(clock.takeUnretainedValue())
+            let address = clock.takeUnretainedValue().address
+            connectionsByAddress.withLock { counts in
+                let left = (counts[address] ?? 1) - 1
+                counts[address] = left > 0 ? left : nil
+            }
+            watchdog?.closed(clock.takeUnretainedValue())
             clock.release()
         }
     }

@@ -8,20 +8,28 @@ import Synchronization
     import Darwin
 #endif
 
-/// The clock of the request one connection is on, for the limit on a request's total time.
+/// One open connection: its peer address (for the per-address limit) and the clock of the
+/// request it is on (for the limit on a request's total time).
 final class ConnectionClock: Sendable {
     /// The value of `since` while a handler runs: its time is the store's query budget's to limit.
     static let paused = UInt64.max
     /// Marks a `since` that began a wait for the next request rather than a request.
     static let waiting: UInt64 = 1 << 63
     let socket: Int32
+    /// The peer's numeric address.
+    let address: String
+    /// Whether the address already had its share of connections when this one opened: every
+    /// request on it is answered 429 and the connection closed.
+    let isOverLimit: Bool
     /// In monotonic nanoseconds, when the current request began (its request line arrived, or its
     /// response was queued, so a slow reader is limited too), or, with `waiting` set, when the
     /// connection began to wait for its next request (it opened, or a response was sent).
     let since: Atomic<UInt64>
 
-    init(socket: Int32) {
+    init(socket: Int32, address: String, isOverLimit: Bool) {
         self.socket = socket
+        self.address = address
+        self.isOverLimit = isOverLimit
         since = Atomic(RequestWatchdog.now() | Self.waiting)
     }
 
@@ -93,11 +101,9 @@ final class RequestWatchdog: Sendable {
         done.wait()
     }
 
-    /// A connection opened: its clock, retained through libmicrohttpd's socket context.
-    func opened(socket: Int32) -> ConnectionClock {
-        let clock = ConnectionClock(socket: socket)
+    /// A connection opened: the watchdog watches its clock.
+    func opened(_ clock: ConnectionClock) {
         open.withLock { $0[ObjectIdentifier(clock)] = clock }
-        return clock
     }
 
     /// A connection is about to be closed by libmicrohttpd.

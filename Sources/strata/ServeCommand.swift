@@ -36,7 +36,8 @@ enum ServeCommand {
                                   per token, in <data-dir>/_idempotency.sqlite (STRATA_IDEMPOTENCY_HOURS,
                                   default 24; 0 ignores the header)
           --max-connections-per-ip N
-                                  simultaneous connections from one address; more are refused
+                                  simultaneous connections from one address; a request on one more
+                                  is answered 429 and its connection closed
                                   (STRATA_MAX_CONNECTIONS_PER_IP, default 256, 0 for none)
           --idle-timeout SECONDS  a connection silent this long is closed (STRATA_IDLE_TIMEOUT, default 30)
           --assets-dir DIR        the folder scripts/fetch-assets filled, for the interactive docs at /docs

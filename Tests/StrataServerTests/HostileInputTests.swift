@@ -206,9 +206,21 @@ import Testing
         }
         let held = try (0..<3).map { _ in try Self.connect(fixture.server.port) }
         defer { held.forEach { close($0) } }
-        // The fourth from the same address is closed without an answer; the three still work.
+        // The fourth from the same address gets a 429 problem and is closed; the three still work.
         let fourth = try Self.connect(fixture.server.port)
-        #expect(Self.live(fourth) == "")
+        let request = Array("GET /live HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+        _ = send(fourth, request, request.count, Int32(MSG_NOSIGNAL))
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        while true {
+            let count = recv(fourth, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            answer += buffer[..<count]
+        }
+        let text = String(decoding: answer, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 429"), "\(text)")
+        #expect(text.contains("application/problem+json") && text.contains("Retry-After: 1"))
+        #expect(text.contains("connections open already"))
         close(fourth)
         for fd in held { #expect(Self.live(fd) == "HTTP/1.1 200 OK") }
         // Silent for longer than the idle timeout: closed by the server.

@@ -138,6 +138,13 @@ public final class StrataServerInstance: Sendable {
                             431, "Request Header Fields Too Large",
                             "the request headers are larger than \(options.maxHeaderBytes) bytes"
                         ).response
+                case "connections":
+                    response =
+                        Problem(
+                            429, "Too Many Requests",
+                            "this address has \(options.maxConnectionsPerIP) connections open already; reuse one",
+                            headers: [("Retry-After", "1")]
+                        ).response
                 case "time":
                     response =
                         Problem(
