@@ -43,6 +43,9 @@ let package = Package(
         .executableTarget(
             name: "strata-fuzz", dependencies: ["Strata", "StrataHTTP", "StrataServer", "CFuzzDriver"],
             path: "Sources/StrataFuzz"),
+        // libmicrohttpd alone answering a constant body: the ceiling `strata bench` compares with.
+        .executableTarget(
+            name: "strata-ceiling", path: "Sources/StrataCeiling", linkerSettings: [.linkedLibrary("microhttpd")]),
         // A throwaway PostgreSQL cluster for the test suites and `strata bench`.
         .target(name: "StrataPGCluster"),
         .executableTarget(

@@ -53,6 +53,52 @@ struct Wrk {
     }
 }
 
+/// The C ceiling (`strata-ceiling`, built beside `strata`) on a free port, for as long as the
+/// bench holds its standard input open.
+final class CeilingServer {
+    let process: Process
+    let input: Pipe
+    let port: Int
+
+    private init(process: Process, input: Pipe, port: Int) {
+        self.process = process
+        self.input = input
+        self.port = port
+    }
+
+    /// Starts it, or returns nil when it is not built next to this executable.
+    static func start() throws -> CeilingServer? {
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("strata-ceiling")
+        guard FileManager.default.isExecutableFile(atPath: executable.path) else { return nil }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["0"]
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        var line = ""
+        while !line.hasSuffix("\n") {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            line += String(decoding: byte, as: UTF8.self)
+        }
+        guard line.hasPrefix("port "), let port = Int(line.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
+            process.terminate()
+            throw BenchError("strata-ceiling did not say its port: \(line)")
+        }
+        return CeilingServer(process: process, input: input, port: port)
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
+
 /// HTTP scenarios against a server started in this process, each beside its baseline.
 struct HTTPBench {
     let folder: URL
@@ -112,14 +158,38 @@ struct HTTPBench {
                 """, "live"
             ),
         ]
+        let ceiling = try CeilingServer.start()
+        defer { ceiling?.stop() }
+        if ceiling == nil {
+            table.notes.append(
+                "the C ceiling (strata-ceiling) is not built next to this binary: swift build --product strata-ceiling "
+                    + "(-c release for a release bench); HTTP scenarios are compared with GET /live instead")
+        }
         for connections in [1, 64] {
+            var plain: Wrk.Result?
+            if let ceiling {
+                let result = try wrk.run(
+                    url: "http://127.0.0.1:\(ceiling.port)/", connections: connections, seconds: settings.duration,
+                    script: "", folder: folder)
+                plain = result
+                table.rows.append(
+                    BenchTable.Row(
+                        scenario: "plain libmicrohttpd, constant body (C ceiling)", connections: "\(connections)",
+                        throughput: result.requestsPerSecond, unit: "req/s", p50: result.p50, p99: result.p99,
+                        baseline: "", baselineValue: nil, target: nil, note: result.errors))
+            }
             let live = try wrk.run(
                 url: base + "/live", connections: connections, seconds: settings.duration, script: "", folder: folder)
-            table.rows.append(
-                BenchTable.Row(
-                    scenario: "GET /live (ceiling)", connections: "\(connections)", throughput: live.requestsPerSecond,
-                    unit: "req/s",
-                    p50: live.p50, p99: live.p99, baseline: "", baselineValue: nil, target: nil, note: live.errors))
+            var liveRow = BenchTable.Row(
+                scenario: "GET /live", connections: "\(connections)", throughput: live.requestsPerSecond,
+                unit: "req/s",
+                p50: live.p50, p99: live.p99, baseline: "", baselineValue: nil, target: nil, note: live.errors)
+            if let plain {
+                liveRow.baseline = "C ceiling"
+                liveRow.baselineValue = plain.requestsPerSecond
+                if connections == 64 { liveRow.target = (live.requestsPerSecond / plain.requestsPerSecond, 0.7, nil) }
+            }
+            table.rows.append(liveRow)
             for scenario in scripts {
                 let result = try wrk.run(
                     url: base, connections: connections, seconds: settings.duration, script: scenario.script,
@@ -129,7 +199,15 @@ struct HTTPBench {
                     unit: "req/s",
                     p50: result.p50, p99: result.p99, baseline: "", baselineValue: nil, target: nil, note: result.errors
                 )
-                if scenario.baseline == "live" {
+                if scenario.baseline == "live", let plain {
+                    // Issue targets against the real ceiling: GET by id ≥ 0.6× with p99 < 10 ms.
+                    row.baseline = "C ceiling"
+                    row.baselineValue = plain.requestsPerSecond
+                    if scenario.name.hasPrefix("GET /books/{id}") && connections == 64 {
+                        row.target = (result.requestsPerSecond / plain.requestsPerSecond, 0.6, nil)
+                        row.p99LimitMilliseconds = 10
+                    }
+                } else if scenario.baseline == "live" {
                     row.baseline = "GET /live"
                     row.baselineValue = live.requestsPerSecond
                     if scenario.name.hasPrefix("GET /books/{id}") && connections == 64 {
