@@ -15,7 +15,14 @@ static const char body[] = "{\"status\":\"live\"}";
 static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_data_size,
                               void **state) {
-    (void)cls; (void)url; (void)method; (void)version; (void)upload_data; (void)state;
+    (void)cls; (void)url; (void)method; (void)version; (void)upload_data;
+    // Answering on the first call, before libmicrohttpd knows there is no body, makes it close
+    // the connection; like `strata serve`, answer on the call after the (empty) body.
+    static int seen;
+    if (*state == NULL) {
+        *state = &seen;
+        return MHD_YES;
+    }
     if (*upload_data_size > 0) {
         *upload_data_size = 0;
         return MHD_YES;
