@@ -212,12 +212,8 @@ extension OpenAPIBuilder {
             "Creates one \(name) and answers with its `Location` and `ETag`; `POST \(path)/_bulk` creates several. "
             + "`Prefer: return=minimal` answers with no body."
         description += uniquenessNote(entity)
-        var statuses: [(String, OpenAPINode?)]
-        if entity.isAbstract {
-            description = "\(name) is abstract: create one of its subentities instead; this answers 422."
-            statuses = [("400", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil)]
-        } else {
-            let created: OpenAPINode = [
+        let statuses = createStatuses(entity, description: &description) {
+            [
                 "description": .string("The created \(name), with its id and version."),
                 "headers": [
                     "Location": ["description": "The path of the created object.", "schema": ["type": "string"]],
@@ -225,9 +221,6 @@ extension OpenAPIBuilder {
                 ],
                 "content": ["application/json": ["schema": ref(schema)]],
                 "links": createdLinks(entity, itemPath: path + "/{id}"),
-            ]
-            statuses = [
-                ("201", created), ("400", nil), ("409", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil),
             ]
         }
         return .members([
@@ -250,17 +243,10 @@ extension OpenAPIBuilder {
             "Creates several \(name) objects from an array, all or none: a failing item is named by `index` in "
             + "the problem. `Prefer: return=minimal` answers with no body."
         description += uniquenessNote(entity)
-        var statuses: [(String, OpenAPINode?)]
-        if entity.isAbstract {
-            description = "\(name) is abstract: create one of its subentities instead; this answers 422."
-            statuses = [("400", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil)]
-        } else {
-            let created: OpenAPINode = [
+        let statuses = createStatuses(entity, description: &description) {
+            [
                 "description": .string("The created \(name) objects, in the order given, with ids and versions."),
                 "content": ["application/json": ["schema": ["type": "array", "items": ref(schema)]]],
-            ]
-            statuses = [
-                ("201", created), ("400", nil), ("409", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil),
             ]
         }
         return .members([
@@ -281,6 +267,18 @@ extension OpenAPIBuilder {
             ),
             ("responses", responses(statuses)),
         ])
+    }
+
+    /// A create operation's statuses, its 201 answering `created`; an abstract entity's create can
+    /// only fail (422), and `description` then says so instead.
+    private func createStatuses(
+        _ entity: EntityDescription, description: inout String, created: () -> OpenAPINode
+    ) -> [(String, OpenAPINode?)] {
+        if entity.isAbstract {
+            description = "\(entity.name) is abstract: create one of its subentities instead; this answers 422."
+            return [("400", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil)]
+        }
+        return [("201", created()), ("400", nil), ("409", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil)]
     }
 
     /// " Unique together: …" for the description of a create operation, or "".
