@@ -64,7 +64,7 @@ enum HealthCommand {
             buffer = answer
             count = answer.count
         } else {
-            guard write(fd, request, request.count) == request.count else { return 1 }
+            guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else { return 1 }
             count = read(fd, &buffer, buffer.count)
         }
         guard count > 0 else { return 1 }

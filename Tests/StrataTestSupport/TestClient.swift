@@ -91,8 +91,10 @@ public struct TestClient: Sendable {
         defer { close(fd) }
         var sent = 0
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { break }  // the server may answer (413) and close before reading everything
+            // MSG_NOSIGNAL: the server may answer (413) and close before reading everything, and a
+            // write to the closed socket must be an EPIPE here, not a SIGPIPE that ends the test run.
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { break }
             sent += n
         }
         var received: [UInt8] = []
