@@ -163,28 +163,55 @@ enum SavePath: String, CaseIterable, CustomTestStringConvertible, Sendable {
         let folder = TemporaryDirectory()
         let root = try StackKind.explicit.make(folder, mergePolicy: .objectTrump, durability: .normal)
         let unexpected = Locked<[String]>([])
+        var violations: [String] = []
         for round in 0..<(200 * stressFactor) {
             let author = try root.insert("Author", values: ["name": .string("D\(round)")])
             try root.save()
             let authorID = author.objectID
+            // Each thread's outcome, and the permanent ID of each acknowledged book.
+            let outcomes = Locked<[Int: String]>([:])
+            let books = Locked<[Int: ObjectID]>([:])
             onThreads(3) { thread in
                 let child = root.newChildContext()
                 do {
+                    var book: ManagedObject?
                     if thread == 2 {
                         try child.delete(try child.object(with: authorID))
                     } else {
-                        let book = try child.insert("Book", values: ["title": .string("b\(round)-\(thread)")])
-                        try book.setObject(try child.object(with: authorID), forKey: "author")
+                        book = try child.insert("Book", values: ["title": .string("b\(round)-\(thread)")])
+                        try book?.setObject(try child.object(with: authorID), forKey: "author")
                     }
                     try path.save(child, into: root)
+                    if let book {
+                        let id = root.permanentID(for: book.objectID)
+                        books.withLock { $0[thread] = id }
+                    }
+                    outcomes.withLock { $0[thread] = "ok" }
                 } catch let error as ContextError where [.missingReference, .notFound].contains(error.code) {
                     // The author was deleted first.
+                    outcomes.withLock { $0[thread] = error.code.rawValue }
                 } catch {
+                    outcomes.withLock { $0[thread] = "\(error)" }
                     unexpected.withLock { $0.append("\(error)") }
+                }
+            }
+            // Checked as the round ends, so a failure names its round and what each thread saw:
+            // the delete went through (only it deletes the author), and every acknowledged book
+            // either went with the author or was never stored.
+            let seen = (0..<3).map { outcomes.current[$0] ?? "-" }.joined(separator: "/")
+            if try root.coordinator.row(for: authorID) != nil {
+                violations.append("round \(round) (\(seen)): the author survived")
+            }
+            for (thread, id) in books.current {
+                if let row = try root.coordinator.row(for: id) {
+                    violations.append(
+                        "round \(round) (\(seen)): book of thread \(thread) survived, author \(String(describing: row.toOne["author"] ?? nil))"
+                    )
                 }
             }
         }
         #expect(unexpected.current.isEmpty, "\(unexpected.current.prefix(3))")
+        #expect(violations.isEmpty, "\(violations.prefix(5))")
         #expect(try dangling(root).isEmpty)
         let survivors = try root.coordinator.fetch(FetchRequest(entityName: "Book")).map {
             "\($0.attributes["title"] ?? .null) author \(String(describing: $0.toOne["author"] ?? nil))"
