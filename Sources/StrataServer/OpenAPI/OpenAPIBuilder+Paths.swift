@@ -387,7 +387,7 @@ extension OpenAPIBuilder {
                 [
                     "name": "after", "in": "query", "required": false,
                     "description": "A cursor from a `next` link: the page after it. Not with `offset`.",
-                    "schema": ["type": "string", "pattern": "^[A-Za-z0-9_+/=-]+$"],
+                    "schema": ["type": "string", "pattern": .string(ListQuery.cursorPattern)],
                 ]
             ),
             (

@@ -127,23 +127,39 @@ struct ListQuery {
             sortDescriptors: order, fetchLimit: limit, fetchOffset: offset)
     }
 
-    /// A cursor for the page starting at `offset`.
-    static func cursor(_ offset: Int) -> String {
-        Data("o\(offset)".utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
-            of: "/", with: "_"
-        )
-        .replacingOccurrences(of: "=", with: "")
-    }
+    /// A cursor for the page starting at `offset`: `o` and the offset in decimal, base64url without
+    /// padding.
+    static func cursor(_ offset: Int) -> String { base64URL(Data("o\(offset)".utf8)) }
 
+    /// The offset of a cursor, for exactly the strings ``cursorPattern`` matches: the canonical
+    /// encoding (as ``cursor(_:)`` writes it) of `o` and 1 to 16 decimal digits.
     static func decodeCursor(_ text: String) -> Int? {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), let decoded = String(data: data, encoding: .utf8),
-            decoded.hasPrefix("o"),
-            let offset = Int(decoded.dropFirst()), offset >= 0
+        guard let data = Data(base64Encoded: base64), data.first == UInt8(ascii: "o"),
+            (2...17).contains(data.count), data.dropFirst().allSatisfy({ (0x30...0x39).contains($0) }),
+            let offset = Int(String(decoding: data.dropFirst(), as: UTF8.self)),
+            base64URL(data) == text
         else { return nil }
         return offset
     }
+
+    /// `data` in base64url without padding.
+    private static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The regular expression (ECMA-262, as OpenAPI's `pattern`) of every cursor ``decodeCursor(_:)``
+    /// takes, so that a client generator or a schema-driven tester sends only cursors this server
+    /// accepts: the base64url of `o` (`bz`) and the digits, three bytes to four characters.
+    static let cursorPattern: String = {
+        let triple = "(?:[MN][DTjz]|O[DT])[AEIMQUYcgk][w-z0-5]"  // three digits
+        let pair = "(?:[MN][DTjz]|O[DT])[AEIMQUYcgk]"  // two digits, the last group
+        let single = "(?:[MN][AQgw]|O[AQ])"  // one digit, the last group
+        // `o` and one digit, or `o`, two digits, then up to 4 triples and a last pair or digit.
+        return "^bz[AEIMQUYcgk](?:[w-z0-5](?:\(triple)){0,4}(?:\(pair)|\(single))?)?$"
+    }()
 
     /// A filter `attr=[not.]op.value`.
     static func filter(
