@@ -144,3 +144,32 @@ import Testing
         #expect(try client.send("GET", "/notes/\(notes[1])").status == 200)
     }
 }
+
+/// Entity inheritance over HTTP: an object is reachable at its own entity's path and its
+/// ancestors', never at a sibling's.
+@Suite struct InheritedEntityPathTests {
+    @Test func anObjectOfOneSubentityIsNotFoundAtASiblingsPath() throws {
+        let fixture = try CoreDataModelRESTTests.serve("Zoo.xcdatamodeld")
+        let client = fixture.client
+        let cat = try client.send("POST", "/cats", json: #"{"name": "Tom", "indoor": true}"#)
+        let id = try CoreDataModelRESTTests.id(cat)
+        #expect(try client.send("GET", "/cats/\(id)").status == 200)
+        #expect(try client.send("GET", "/animals/\(id)").status == 200)
+        // A Dog schema's client must never be handed a Cat: every method on /dogs/{id} is a 404.
+        let attempts: [(String, String?)] = [
+            ("GET", nil), ("PATCH", "{}"), ("PATCH", #"{"lives": 3}"#), ("PUT", #"{"name": "Rex"}"#), ("DELETE", nil),
+        ]
+        for (method, body) in attempts {
+            let response =
+                try body.map { try client.send(method, "/dogs/\(id)", json: $0) }
+                ?? client.send(method, "/dogs/\(id)")
+            CoreDataModelRESTTests.problem(response, 404, "Dog \(id) does not exist")
+        }
+        let batch = #"{"operations": [{"method": "PATCH", "path": "/dogs/\#(id)", "body": {"lives": 2}}]}"#
+        #expect(try client.send("POST", "/_batch", json: batch).status == 404)
+        // The cat is as it was.
+        let stored = try client.send("GET", "/cats/\(id)")
+        #expect(stored.text.contains(#""name":"Tom""#) && !stored.text.contains("lives"), "\(stored.text)")
+        #expect(field(stored, "_version")?.doubleValue == 1)
+    }
+}

@@ -320,9 +320,11 @@ public final class RESTService: Sendable {
         do throws(Problem) {
             return try storedRow(entity, id).id
         } catch {
-            // Objects inserted earlier in the same batch live only in the context.
+            // Objects inserted earlier in the same batch live only in the context. A stored object
+            // of another entity of the hierarchy (a Cat at /dogs/16) is not one: it stays a 404.
             guard error.status == 404, let pk = Int64(id), pk > 0,
-                let guess = prototypeByEntity[entity]?.withPrimaryKey(pk)
+                let guess = prototypeByEntity[entity]?.withPrimaryKey(pk),
+                (try? reads.row(for: guess)) == nil
             else {
                 throw error
             }
