@@ -11,7 +11,8 @@
 #      scripts/client_roundtrip.ts, which then runs a round trip under Node;
 #   5. schemathesis runs its default checks over every operation (scripts/schemathesis.toml),
 #      then again against a second server whose Catalog store is in PostgreSQL (a pg_virtualenv
-#      cluster), and against a server with bearer tokens and the document that declares them;
+#      cluster), against a server with bearer tokens and the document that declares them, and
+#      against servers of two other models (the Zoo Core Data fixture and Tests/Fixtures/Models/Clinic.json);
 #   6. scripts/model-checks.py serves every Core Data model fixture (and the real models, when
 #      present) on servers of its own;
 #   7. scripts/coredata-import-checks.py imports stores Core Data wrote, killed along the way;
@@ -241,6 +242,27 @@ schemathesis_bearer() {
     return $status
 }
 check "schemathesis: a server with bearer tokens, its document declaring them" schemathesis_bearer
+# The same run (every default check, every phase including the stateful one) against servers of
+# two other models: the Zoo Core Data fixture (entity inheritance three deep, two configurations,
+# ordered to-many, every attribute type Core Data has) and Clinic (an abstract parent with two
+# subentities, three configurations, a fetched property across stores), each from its served
+# document.
+schemathesis_model() {
+    local model=$1 model_port pid status
+    model_port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+    "$binary" serve --model "$model" --port "$model_port" --data-dir "$work/model-$model_port" --durability normal \
+        >"$work/model-$model_port.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$model_port/ready" && break; sleep 0.1; done
+    timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run "http://127.0.0.1:$model_port/openapi.json" \
+        --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-25}" --request-timeout 10 --no-color --generation-database none
+    status=$?
+    kill -TERM $pid
+    wait $pid
+    return $status
+}
+check "schemathesis: the Zoo Core Data model (inheritance)" schemathesis_model "Tests/Fixtures/CoreData/Zoo.xcdatamodeld"
+check "schemathesis: the Clinic model (inheritance, three configurations)" schemathesis_model "Tests/Fixtures/Models/Clinic.json"
 # Core Data models served as they are: the fixtures and, where present, the real models of public
 # apps (each on a server of its own; see the script).
 check "Core Data models: load, serve, create every entity, schemathesis on the fixtures" python3 scripts/model-checks.py
