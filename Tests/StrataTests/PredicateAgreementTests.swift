@@ -316,6 +316,46 @@ import Testing
         #expect(nonTrivial > checked / 3, "only \(nonTrivial) of \(checked) predicates selected some but not all books")
     }
 
+    /// Case-sensitive prefixes (BEGINSWITH, LIKE up to a wildcard) are also index ranges in SQL:
+    /// every store answers as the evaluator does, over titles at the edges of those ranges.
+    @Test(arguments: StoreKind.allCases)
+    func prefixMatchesAgreeAtTheEdgesOfTheirRanges(kind: StoreKind) throws {
+        let folder = TemporaryDirectory()
+        let store = try kind.open(folder)
+        let titles = [
+            "a", "ab", "abc", "abd", "ab\u{10FFFF}", "ab\u{10FFFF}x", "ac", "b", "Ab", "", "é", "e\u{301}", "éa",
+            "\u{10FFFF}", "\u{10FFFF}\u{10FFFF}", "\u{D7FF}", "\u{E000}", "a*b", "a?", "a\\b", "x\u{0}y", "x",
+        ]
+        var library = Library()
+        library.authors = [["name": .string("A")]]
+        library.books = titles.map { ["title": .string($0), "year": .integer(1)] }
+        library.bookAuthor = titles.map { _ in nil }
+        library.bookTags = titles.map { _ in [] }
+        _ = try Self.fill(store, with: library)
+        let patterns = [
+            "a", "ab", "ab\u{10FFFF}", "\u{10FFFF}", "\u{D7FF}", "é", "e", "A", "x\u{0}", "a*", "ab*", "a?", "a\\*b",
+        ]
+        for pattern in patterns {
+            for format in [
+                "title BEGINSWITH %@", "title LIKE %@", "title LIKE %@ AND year == 1", "NOT title BEGINSWITH %@",
+            ] {
+                let predicate = try FetchPredicate(
+                    format: format, arguments: [.value(.string(pattern + (format.contains("LIKE") ? "*" : "")))])
+                let fetched = Set(
+                    try store.fetch(FetchRequest(entityName: "Book", predicate: predicate)).compactMap {
+                        $0.attributes["title"]?.textValue
+                    })
+                let evaluated = Set(
+                    try titles.filter { title in
+                        try predicate.evaluate { path -> PredicateOperand in
+                            .value(path == "title" ? .string(title) : .integer(1))
+                        }
+                    })
+                #expect(fetched == evaluated, "\(kind) \(format) '\(pattern)'")
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func relationshipPathsMatchByHand(kind: StoreKind) throws {
         let folder = TemporaryDirectory()

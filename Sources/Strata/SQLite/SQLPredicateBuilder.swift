@@ -350,7 +350,10 @@ struct SQLPredicateBuilder {
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
             let left = try sql(lhs, against: rhs, options)
             let right = try sql(rhs, against: lhs, options)
-            return "COALESCE(\(left) \(raw: comparison.op.rawValue) \(right), 0)"
+            // `l < r` is NULL when a side is NULL, and the predicate is false then, also under NOT:
+            // spelled out as terms of their own (not hidden in a COALESCE) so that SQLite can take
+            // the comparison to an index on the column.
+            return "(\(left) \(raw: comparison.op.rawValue) \(right) AND \(left) IS NOT NULL AND \(right) IS NOT NULL)"
         case .in:
             guard case .list(let items) = rhs else { throw PredicateError("IN needs a list on its right") }
             if items.isEmpty { return "0" }
@@ -368,12 +371,53 @@ struct SQLPredicateBuilder {
             let left1 = try sql(lhs, against: bounds[0], options)
             let high = try sql(bounds[1], against: lhs, options)
             let left2 = try sql(lhs, against: bounds[1], options)
-            return "COALESCE(\(left1) >= \(low) AND \(left2) <= \(high), 0)"
+            return
+                "(\(left1) >= \(low) AND \(left2) <= \(high) AND \(left1) IS NOT NULL AND \(low) IS NOT NULL AND \(high) IS NOT NULL)"
         case .beginsWith, .endsWith, .contains, .like, .matches:
             let index = ComparisonOperator.allCases.firstIndex(of: comparison.op)!
             let left = try sql(lhs, against: rhs, [])
             let right = try sql(rhs, against: lhs, [])
-            return "strata_match(\(raw: String(index)), \(raw: String(options.rawValue)), \(left), \(right))"
+            let match: SQLFragment =
+                "strata_match(\(raw: String(index)), \(raw: String(options.rawValue)), \(left), \(right))"
+            // A case- and diacritic-sensitive prefix (BEGINSWITH, or LIKE up to its first wildcard)
+            // is also a range of the column, which an index on it serves; the match still decides.
+            guard comparison.op == .beginsWith || comparison.op == .like, options.isEmpty,
+                case .column(_, .string, _) = lhs, case .value(.string(let pattern)) = rhs,
+                let range = Self.prefixRange(pattern, like: comparison.op == .like)
+            else { return match }
+            let low = bind(.string(range.low), decimalAsReal: false)
+            guard let high = range.high.map({ bind(.string($0), decimalAsReal: false) }) else {
+                return "(\(match) AND \(left) >= \(low))"
+            }
+            return "(\(match) AND \(left) >= \(low) AND \(left) < \(high))"
         }
+    }
+
+    /// The range of strings that start with the literal prefix of `pattern` (all of it for
+    /// BEGINSWITH; up to the first `*`, `?` or `\` for LIKE), compared as SQLite compares text by
+    /// default (bytes of UTF-8, which orders as Unicode scalars do): from the prefix to the prefix
+    /// with its last scalar raised by one (none when every scalar is the last one). Nil when there
+    /// is no prefix.
+    static func prefixRange(_ pattern: String, like: Bool) -> (low: String, high: String?)? {
+        var prefix: [Unicode.Scalar] = []
+        for scalar in pattern.unicodeScalars {
+            if like && (scalar == "*" || scalar == "?" || scalar == "\\") { break }
+            prefix.append(scalar)
+        }
+        guard !prefix.isEmpty else { return nil }
+        var low = String.UnicodeScalarView()
+        low.append(contentsOf: prefix)
+        var upper = prefix
+        while let last = upper.popLast() {
+            var next = last.value + 1
+            if (0xD800...0xDFFF).contains(next) { next = 0xE000 }
+            if let raised = Unicode.Scalar(next) {
+                upper.append(raised)
+                var high = String.UnicodeScalarView()
+                high.append(contentsOf: upper)
+                return (String(low), String(high))
+            }
+        }
+        return (String(low), nil)
     }
 }
