@@ -209,6 +209,49 @@ import Testing
         #expect(model.entity(named: "Item") != nil)
     }
 
+    /// Core Data's rule for a to-many relationship that is not optional: its value is a set, never
+    /// nil, so it may be empty unless it names a minimum count (real models rely on it: Mastodon's
+    /// `MastodonUser.blocking` is not optional, and a new user blocks nobody).
+    @Test func aRequiredToManyRelationshipMayBeEmptyUnlessItHasAMinimumCount() throws {
+        let model = try Self.load(
+            """
+            <entity name="User" syncable="YES">
+                <attribute name="name" attributeType="String"/>
+                <relationship name="blocking" toMany="YES" deletionRule="Nullify" destinationEntity="User" inverseName="blockedBy" inverseEntity="User"/>
+                <relationship name="blockedBy" toMany="YES" deletionRule="Nullify" destinationEntity="User" inverseName="blocking" inverseEntity="User"/>
+                <relationship name="teams" toMany="YES" minCount="1" deletionRule="Nullify" destinationEntity="Team" inverseName="members" inverseEntity="Team"/>
+            </entity>
+            <entity name="Team" syncable="YES">
+                <relationship name="members" optional="YES" toMany="YES" minCount="2" deletionRule="Nullify" destinationEntity="User" inverseName="teams" inverseEntity="User"/>
+            </entity>
+            """)
+        let folder = TemporaryDirectory()
+        let context = try PersistentContainer(
+            model: model, stores: PersistentContainer.sqliteStores(for: model, in: folder.url)
+        ).viewContext
+        let team = try context.insert("Team", values: [:])
+        let first = try context.insert("User", values: ["name": .string("first")])
+        // `teams` is not optional and needs one: the save names it, and only it.
+        do {
+            try context.save()
+            Issue.record("a user with no team was saved")
+        } catch {
+            #expect(error.failures.map(\.field) == ["teams"], "\(error)")
+            #expect(error.failures.map(\.rule) == [.minCount])
+        }
+        try first.setObjects([team], forKey: "teams")
+        // The team's optional `members` (minCount 2) holds one: too few, though it may be empty.
+        #expect(throws: ContextError.self) { try context.save() }
+        let second = try context.insert("User", values: ["name": .string("second")])
+        try second.setObjects([team], forKey: "teams")
+        // Two members, and nobody blocks anybody: `blocking` is empty, which Core Data allows.
+        try context.save()
+        try first.setObjects([second], forKey: "blocking")
+        try context.save()
+        try first.setObjects([], forKey: "blocking")
+        try context.save()
+    }
+
     @Test func coreDataSpellingsMapToTheModel() throws {
         let model = try Self.load(
             #"""

@@ -19,9 +19,11 @@ extension ObjectContext {
             for relationship in resolved.relationshipRules {
                 var id: ObjectID { registry.canonical(k) }
                 if relationship.isToMany {
-                    // Only rules with a count need the list; a materialized one is used as is.
-                    let counted =
-                        relationship.minCount != nil || relationship.maxCount != nil || !relationship.isOptional
+                    // Only rules with a count need the list; a materialized one is used as is. As in
+                    // Core Data, a to-many value is never nil (an empty set), so "not optional" asks
+                    // nothing more of it: only its counts are checked (NSRelationshipDescription:
+                    // "the counts are only enforced if the relationship value is not nil").
+                    let counted = relationship.minCount != nil || relationship.maxCount != nil
                     guard counted else { continue }
                     let count: Int
                     if let list = state.toMany[relationship.name] {
@@ -42,12 +44,6 @@ extension ObjectContext {
                             ValidationFailure(
                                 entity: k.entityName, objectID: id, field: relationship.name, rule: .maxCount,
                                 message: "holds at most \(maxCount) objects, has \(count)"))
-                    }
-                    if !relationship.isOptional && count == 0 && relationship.minCount == nil {
-                        failures.append(
-                            ValidationFailure(
-                                entity: k.entityName, objectID: id, field: relationship.name, rule: .required,
-                                message: "is required"))
                     }
                 } else if !relationship.isOptional, (state.toOne[relationship.name] ?? nil) == nil {
                     failures.append(

@@ -82,7 +82,8 @@ extension OpenAPIBuilder {
 
     /// Whether the model refuses to save an object without this relationship.
     static func isRequired(_ relationship: RelationshipDescription) -> Bool {
-        if relationship.isToMany { return !relationship.isOptional }
+        // A to-many value is a list, never null: only a minimum count makes it required.
+        if relationship.isToMany { return !relationship.isOptional && (relationship.minCount ?? 0) > 0 }
         return !relationship.isOptional
     }
 
@@ -238,8 +239,9 @@ extension OpenAPIBuilder {
             if emptyOrMin, mode != .read { description += " Empty, or at least \(relationship.minCount!)." }
             var schema: OpenAPINode = ["description": .string(description), "type": "array", "items": id]
             if mode != .read {
-                // An optional relationship may be empty whatever its minCount (as in Core Data).
-                let minimum = relationship.isOptional ? nil : max(relationship.minCount ?? 1, 1)
+                // An optional relationship may be empty whatever its minCount (as in Core Data), and a
+                // required one holds at least its minCount, which may be none.
+                let minimum = relationship.isOptional ? nil : relationship.minCount.flatMap { $0 > 0 ? $0 : nil }
                 schema.set("minItems", minimum.map { .integer(Int64($0)) })
                 schema.set("maxItems", relationship.maxCount.map { .integer(Int64($0)) })
             }
