@@ -72,6 +72,16 @@ func pairModel(
         #expect(ObjectModel.derivedResourcePath("Box") == "boxes")
         #expect(ObjectModel.derivedResourcePath("Day") == "days")
         #expect(ObjectModel.derivedResourcePath("HTTPLog") == "http-logs")
+        // Names that are plural already keep their plural; singular ones ending in s take "es".
+        #expect(ObjectModel.derivedResourcePath("SubscriptionAlerts") == "subscription-alerts")
+        #expect(ObjectModel.derivedResourcePath("Settings") == "settings")
+        #expect(ObjectModel.derivedResourcePath("Messages") == "messages")
+        #expect(ObjectModel.derivedResourcePath("RecentDays") == "recent-days")
+        #expect(ObjectModel.derivedResourcePath("Photos") == "photos")
+        #expect(ObjectModel.derivedResourcePath("Status") == "statuses")
+        #expect(ObjectModel.derivedResourcePath("Class") == "classes")
+        #expect(ObjectModel.derivedResourcePath("Canvas") == "canvases")
+        #expect(ObjectModel.derivedResourcePath("Bus") == "buses")
         let custom = try model(
             pairModel().replacingOccurrences(of: #""name": "Book","#, with: #""name": "Book", "resource": "volumes","#))
         #expect(custom.resourcePath(of: "Book") == "volumes")

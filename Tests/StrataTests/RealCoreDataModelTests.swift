@@ -112,7 +112,7 @@ struct SampleMaker {
         for relationship in model.relationships(of: concrete) where relationship.name != inverse {
             let needed =
                 relationship.isToMany
-                ? max(relationship.minCount ?? 0, relationship.isOptional ? 0 : 1) : (relationship.isOptional ? 0 : 1)
+                ? (relationship.isOptional ? 0 : relationship.minCount ?? 0) : (relationship.isOptional ? 0 : 1)
             guard needed > 0 else { continue }
             var targets: [ManagedObject] = []
             for _ in 0..<needed {

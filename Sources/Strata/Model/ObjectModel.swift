@@ -263,12 +263,23 @@ public struct ObjectModel: Sendable {
         let vowels: Set<Character> = ["a", "e", "i", "o", "u"]
         if last.hasSuffix("y"), last.count > 1, !vowels.contains(last[last.index(last.endIndex, offsetBy: -2)]) {
             last = String(last.dropLast()) + "ies"
+        } else if Self.isPlural(last) {
+            // Already plural (`SubscriptionAlerts`, `Settings`, `Messages`): kept, not `alertses`.
         } else if ["s", "x", "z", "ch", "sh"].contains(where: { last.hasSuffix($0) }) {
             last += "es"
         } else {
             last += "s"
         }
         return (words.map { $0.lowercased() } + [last]).joined(separator: "-")
+    }
+
+    /// Whether a lowercased word ending in `s` reads as a plural already: an `s` after a letter
+    /// other than `s`, `u`, `i` and `a` (`alerts`, `settings`, `messages`, `days`, `photos`);
+    /// `class`, `status`, `axis` and `canvas` read as singular and take `es`.
+    static func isPlural(_ word: String) -> Bool {
+        guard word.count > 2, word.hasSuffix("s") else { return false }
+        let before = word[word.index(word.endIndex, offsetBy: -2)]
+        return !["s", "u", "i", "a"].contains(before) && before.isLetter
     }
 
     /// Paths the server keeps for itself; no entity may use them.
