@@ -166,7 +166,11 @@ def crud(base, spec, index):
     for _ in range(len(pending) + 1):
         progress = []
         for entity in pending:
-            create = schemas.get(entity["name"] + "Create")
+            # The schema the collection's POST takes (named after the entity, or moved off a name
+            # the server's own schemas hold: an entity "Status" gets "StatusEntityCreate").
+            post = spec["paths"].get(entity["path"], {}).get("post", {})
+            ref = post.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {}).get("$ref", "")
+            create = schemas.get(ref.rsplit("/", 1)[-1]) if ref else None
             if create is None:
                 failures.append(f"{entity['name']}: no create schema")
                 progress.append(entity)
