@@ -16,6 +16,9 @@ public final class StrataServerInstance: Sendable {
     private let coordinator: Locked<StoreCoordinator?> = Locked(nil)
     private let metrics = Metrics()
     private let log: @Sendable (String) -> Void
+    /// The writer of the default log (stderr), written off the request path; nil for a log the
+    /// caller gave.
+    private let buffered: BufferedLog?
     /// Who may do what, or why the tokens given cannot be used.
     private let access: Result<AccessControl, ServeError>
     /// Which web pages may call it, or why the origins given cannot be used.
@@ -24,11 +27,14 @@ public final class StrataServerInstance: Sendable {
     private let ledger = Locked<IdempotencyLedger?>(nil)
 
     /// Prepares a server for `model`.
-    /// - Parameter log: receives one access-log line per request (stderr by default).
+    /// - Parameter log: receives one access-log line per request, on the thread that answers it;
+    ///   by default stderr, written by a thread of its own (see ``BufferedLog``).
     public init(model: ObjectModel, options: ServerOptions, log: (@Sendable (String) -> Void)? = nil) {
         self.model = model
         self.options = options
-        self.log = log ?? { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        let buffered = log == nil ? BufferedLog() : nil
+        self.buffered = buffered
+        self.log = log ?? { line in buffered?.write(line) }
         var configuration = HTTPServerConfiguration()
         configuration.host = options.host
         configuration.port = options.port
@@ -192,6 +198,8 @@ public final class StrataServerInstance: Sendable {
     /// Starts listening, then loads the stores.
     /// - Throws: ``ServeError`` for a port that cannot be bound or a store that cannot be loaded.
     public func start() throws(ServeError) {
+        // What start-up says (warnings, recovery, the reason it failed) is out before it returns.
+        defer { buffered?.flush() }
         let control = try access.get()
         _ = try cors.get()
         if !control.isEnabled, !options.allowAnonymous, !Self.isLoopback(options.host) {
@@ -322,6 +330,7 @@ public final class StrataServerInstance: Sendable {
         if let coordinator = coordinator.withLock({ $0 }) {
             for store in coordinator.stores { coordinator.remove(store) }
         }
+        buffered?.close()
     }
 
     /// What a recovery did, naming stores by configuration and place.
