@@ -11,7 +11,7 @@ import Foundation
 /// lines are counted rather than kept, and the next write says how many were dropped; none is
 /// dropped silently. ``flush()`` writes what waits before it returns; ``close()`` also ends the
 /// thread. A process killed outright loses at most the lines of its last 50 ms.
-final class BufferedLog: @unchecked Sendable {
+public final class BufferedLog: @unchecked Sendable {
     // @unchecked Sendable: every stored property but the immutable ones is read and written only
     // with `condition` locked.
     private let descriptor: Int32
@@ -25,8 +25,9 @@ final class BufferedLog: @unchecked Sendable {
     /// after every line appended before it is out.
     private let writing = NSLock()
 
-    /// Starts the writer for `descriptor`, keeping at most `limit` bytes waiting.
-    init(descriptor: Int32 = 2, limit: Int = 8 << 20) {
+    /// Starts the writer for `descriptor` (which the caller keeps open until ``close()``), keeping
+    /// at most `limit` bytes waiting.
+    public init(descriptor: Int32 = 2, limit: Int = 8 << 20) {
         self.descriptor = descriptor
         self.limit = limit
         pending.reserveCapacity(64 << 10)
@@ -36,7 +37,7 @@ final class BufferedLog: @unchecked Sendable {
     }
 
     /// Appends `line` and a newline.
-    func write(_ line: String) {
+    public func write(_ line: String) {
         var line = line
         condition.lock()
         let count = line.utf8.count + 1
@@ -52,7 +53,7 @@ final class BufferedLog: @unchecked Sendable {
     }
 
     /// Writes every line appended so far before it returns.
-    func flush() {
+    public func flush() {
         writing.lock()
         defer { writing.unlock() }
         condition.lock()
@@ -62,7 +63,7 @@ final class BufferedLog: @unchecked Sendable {
     }
 
     /// Writes what is left and ends the writer thread.
-    func close() {
+    public func close() {
         condition.lock()
         closed = true
         condition.signal()

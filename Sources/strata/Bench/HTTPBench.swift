@@ -112,9 +112,18 @@ struct HTTPBench {
         options.port = 0
         options.dataDirectory = folder.appendingPathComponent("http").path
         options.maxConnections = 4096
-        let server = StrataServerInstance(model: try ObjectModel.example, options: options, log: { _ in })
+        // The access log is written as `strata serve` writes it (by its own thread), to /dev/null
+        // rather than the terminal: its cost is part of every request measured.
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let accessLog = BufferedLog(descriptor: devNull)
+        let server = StrataServerInstance(
+            model: try ObjectModel.example, options: options, log: { line in accessLog.write(line) })
         try server.start()
-        defer { server.stop() }
+        defer {
+            server.stop()
+            accessLog.close()
+        }
         let base = "http://127.0.0.1:\(server.port)"
         try Self.seed(server)
 
