@@ -9,7 +9,8 @@ in the folder STRATA_COREDATA_MATERIAL names, /work/shared/coredata by default, 
   2. `strata serve --model M` starts on a free loopback port and answers /ready;
   3. every concrete entity accepts a POST of an object built from its OpenAPI create schema
      (every member given a value the schema allows; relationships pointing at objects created
-     before), and GET of its Location returns every member as sent;
+     before), and GET of its Location returns every member as sent; two entities that each need
+     the other are created together by one `_batch` with a `{"$ref": 0}`;
   4. for the fixtures (and every model with --fuzz-all), schemathesis's not_a_server_error check
      over every operation finds no 5xx.
 
@@ -156,6 +157,17 @@ def crud(base, spec, index):
     schemas = spec["components"]["schemas"]
     entities = {e["name"]: e for e in index["entities"]}
 
+    def create_schema(entity):
+        """The schema the collection's POST takes (named after the entity, or moved off a name the
+        server's own schemas hold: an entity "Status" gets "StatusEntityCreate")."""
+        post = spec["paths"].get(entity["path"], {}).get("post", {})
+        ref = post.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {}).get("$ref", "")
+        return schemas.get(ref.rsplit("/", 1)[-1]) if ref else None
+
+    def is_relation(prop):
+        """Whether a create-schema property is a relationship: an id or a list of ids."""
+        return prop.get("format") == "int64" or prop.get("type") == "array" and prop.get("items", {}).get("format") == "int64"
+
     def ancestors(name):
         parent = entities[name].get("parent")
         return [parent] + ancestors(parent) if parent else []
@@ -166,18 +178,14 @@ def crud(base, spec, index):
     for _ in range(len(pending) + 1):
         progress = []
         for entity in pending:
-            # The schema the collection's POST takes (named after the entity, or moved off a name
-            # the server's own schemas hold: an entity "Status" gets "StatusEntityCreate").
-            post = spec["paths"].get(entity["path"], {}).get("post", {})
-            ref = post.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {}).get("$ref", "")
-            create = schemas.get(ref.rsplit("/", 1)[-1]) if ref else None
+            create = create_schema(entity)
             if create is None:
                 failures.append(f"{entity['name']}: no create schema")
                 progress.append(entity)
                 continue
             body, ready, optional = {}, True, set()
             for name, prop in create.get("properties", {}).items():
-                match = RELATED.search(prop.get("description", "")) if prop.get("format") == "int64" or prop.get("type") == "array" and prop.get("items", {}).get("format") == "int64" else None
+                match = RELATED.search(prop.get("description", "")) if is_relation(prop) else None
                 if match:
                     target = match.group(1)
                     required = name in create.get("required", []) or prop.get("minItems", 0) > 0
@@ -230,6 +238,41 @@ def crud(base, spec, index):
             created.setdefault(entity["name"], []).append(stored["_id"])
         pending = [e for e in pending if e not in progress]
         if not pending or not progress:
+            break
+    # Two entities that each need the other (a required to-one both ways) are created together,
+    # as a client would: one `_batch` whose second operation names the first with {"$ref": 0}.
+    def plain_body(create):
+        body = {}
+        for name, prop in create.get("properties", {}).items():
+            if is_relation(prop) and RELATED.search(prop.get("description", "")):
+                continue
+            value = maker.value(prop)
+            if value is not None:
+                body[name] = value
+        return body
+
+    for entity in list(pending):
+        if entity not in pending:
+            continue
+        create = create_schema(entity) or {}
+        for name in create.get("required", []):
+            prop = create["properties"][name]
+            match = RELATED.search(prop.get("description", "")) if prop.get("format") == "int64" else None
+            partner = next((e for e in pending if match and e["name"] == match.group(1) and e is not entity), None)
+            if partner is None:
+                continue
+            batch = {"operations": [
+                {"method": "POST", "path": partner["path"], "body": plain_body(create_schema(partner) or {})},
+                {"method": "POST", "path": entity["path"], "body": {**plain_body(create), name: {"$ref": 0}}},
+            ]}
+            status, _, answer = request(base, "POST", "/_batch", batch)
+            results = answer.get("results", []) if isinstance(answer, dict) else []
+            if status != 200 or [r.get("status") for r in results] != [201, 201]:
+                failures.append(f"POST /_batch {json.dumps(batch)} -> {status} {answer}")
+                break
+            for made, result in zip([partner, entity], results):
+                created.setdefault(made["name"], []).append(result["body"]["_id"])
+            pending = [e for e in pending if e is not entity and e is not partner]
             break
     for entity in pending:
         failures.append(f"{entity['name']}: its required relationships need objects none of which could be made")
