@@ -1,4 +1,5 @@
 import Foundation
+import Strata
 import Testing
 
 @testable import StrataServer
@@ -44,5 +45,19 @@ import Testing
         #expect(!Self.matches("bzEyMzQ1Njc4OTAxMjM0NTY3"))
         #expect(ListQuery.decodeCursor("0") == nil && !Self.matches("0"))
         #expect(matched > 0)
+    }
+
+    /// `after` and `offset` together: `offset` skips that many more items past the cursor, so any
+    /// two values the document calls valid make a page (a sum past every item is an empty page).
+    @Test func afterAndOffsetTogetherSkipPastTheCursor() throws {
+        let model = try ObjectModel.example
+        func offset(_ query: [(name: String, value: String)]) throws -> Int {
+            try ListQuery(query, entity: "Book", model: model, objectID: { _, _ in nil }).offset
+        }
+        #expect(try offset([("after", ListQuery.cursor(40))]) == 40)
+        #expect(try offset([("offset", "7")]) == 7)
+        #expect(try offset([("after", ListQuery.cursor(40)), ("offset", "7")]) == 47)
+        #expect(try offset([("offset", "7"), ("after", ListQuery.cursor(40))]) == 47)
+        #expect(try offset([("after", ListQuery.cursor(9_999_999_999_999_999)), ("offset", "\(Int.max)")]) == Int.max)
     }
 }

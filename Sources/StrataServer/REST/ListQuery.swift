@@ -22,6 +22,8 @@ struct ListQuery {
         throws(Problem)
     {
         var seen: Set<String> = []
+        var cursorPosition = 0
+        var skip = 0
         // A named query (a fetch request template) takes its variables from the parameters of
         // the same names.
         // `query=<name>`: a value without a dot names a query; `query=eq.x` filters an attribute
@@ -94,14 +96,14 @@ struct ListQuery {
                         "offset must be a non-negative integer, not '\(value)'",
                         errors: [.init(field: "offset", code: "invalid", message: "bad offset")])
                 }
-                offset = number
+                skip = number
             case "after":
                 guard let position = Self.decodeCursor(value) else {
                     throw Problem.badRequest(
                         "after: '\(value)' is not a cursor this server issued",
                         errors: [.init(field: "after", code: "invalid", message: "bad cursor")])
                 }
-                offset = position
+                cursorPosition = position
             case "count":
                 guard value == "exact" else { throw Problem.badRequest("count takes only 'exact'") }
                 countExact = true
@@ -114,9 +116,10 @@ struct ListQuery {
                 "the request has \(predicates.count) filters; at most \(limits.filters) are accepted (combine them in one where=)"
             )
         }
-        if seen.contains("after") && seen.contains("offset") {
-            throw Problem.badRequest("use either 'after' or 'offset', not both")
-        }
+        // With both, `offset` skips that many more items past the cursor's position (a huge sum is
+        // a position past every item: an empty page).
+        let (sum, overflow) = cursorPosition.addingReportingOverflow(skip)
+        offset = overflow ? Int.max : sum
     }
 
     /// The fetch request for these parameters.
