@@ -172,4 +172,63 @@ import Testing
         #expect(stored.text.contains(#""name":"Tom""#) && !stored.text.contains("lives"), "\(stored.text)")
         #expect(field(stored, "_version")?.doubleValue == 1)
     }
+
+    /// An abstract entity's objects are created at its subentities' paths: its collection takes no
+    /// POST (405 naming them, in a batch too), its `_bulk` is no resource, and the document has
+    /// neither, so no generated client offers a create that can only fail.
+    @Test func anAbstractEntitysCollectionTakesNoPost() throws {
+        let fixture = try CoreDataModelRESTTests.serve("Zoo.xcdatamodeld")
+        let client = fixture.client
+        let post = try client.send("POST", "/animals", json: #"{"name": "Tom"}"#)
+        CoreDataModelRESTTests.problem(post, 405, "Animal is abstract")
+        #expect(post.header("allow") == "GET, HEAD")
+        #expect(post.text.contains("Cat at /cats"), "\(post.text)")
+        CoreDataModelRESTTests.problem(
+            try client.send("POST", "/animals/_bulk", json: #"[{"name": "Tom"}]"#), 404, "abstract")
+        let options = try client.send("OPTIONS", "/animals")
+        #expect(options.status == 204 && options.header("allow") == "GET, HEAD")
+        let batch = #"{"operations": [{"method": "POST", "path": "/animals", "body": {"name": "Tom"}}]}"#
+        CoreDataModelRESTTests.problem(try client.send("POST", "/_batch", json: batch), 405, "Animal is abstract")
+        #expect(items(try client.send("GET", "/animals")).isEmpty)
+        let document = try client.send("GET", "/openapi.json").json
+        let paths = try #require(document.objectValue?["paths"]?.objectValue)
+        #expect(paths["/animals"]?.objectValue?["post"] == nil && paths["/animals"]?.objectValue?["get"] != nil)
+        #expect(paths["/animals/_bulk"] == nil)
+        #expect(paths["/cats"]?.objectValue?["post"] != nil && paths["/cats/_bulk"] != nil)
+    }
+
+    /// A change that is valid itself but would leave another stored object without its required
+    /// relationship conflicts with the stored state (409 naming that object); a body that lacks
+    /// its own required relationship does not fit the model (422).
+    @Test func leavingAnotherObjectWithoutItsRequiredRelationshipIsAConflict() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/Models/Clinic.json")
+        let fixture = try ServerFixture(model: try ObjectModel.load(contentsOf: url))
+        let client = fixture.client
+        let visit = try client.send("POST", "/appointments", json: #"{"petName": "Tom", "at": "2026-01-02T03:04:05Z"}"#)
+        let visitID = try CoreDataModelRESTTests.id(visit)
+        let note = try client.send("POST", "/notes", json: #"{"text": "ok", "appointment": \#(visitID)}"#)
+        let noteID = try CoreDataModelRESTTests.id(note)
+        CoreDataModelRESTTests.problem(
+            try client.send("POST", "/notes", json: #"{"text": "alone"}"#), 422, "appointment")
+        let emptied = try client.send("PATCH", "/appointments/\(visitID)", json: #"{"notes": []}"#)
+        CoreDataModelRESTTests.problem(emptied, 409, "Note \(noteID).appointment")
+        // The other object's failing field is in `objects`, not in `errors` (which names the
+        // request body's own fields, and which schema-aware clients read as such).
+        let objects = emptied.json.objectValue?["objects"]?.arrayValue ?? []
+        #expect(objects.count == 1 && objects.first?.objectValue?["entity"] == .string("Note"), "\(emptied.text)")
+        #expect(objects.first?.objectValue?["id"] == .integer(noteID))
+        #expect(objects.first?.objectValue?["field"] == .string("appointment"))
+        #expect(emptied.json.objectValue?["errors"] == nil)
+        let replaced = try client.send(
+            "PUT", "/appointments/\(visitID)", json: #"{"petName": "Tom", "at": "2026-01-02T03:04:05Z"}"#)
+        CoreDataModelRESTTests.problem(replaced, 409, "Note \(noteID).appointment")
+        let batch =
+            #"{"operations": [{"method": "PATCH", "path": "/appointments/\#(visitID)", "body": {"notes": []}}]}"#
+        CoreDataModelRESTTests.problem(
+            try client.send("POST", "/_batch", json: batch), 409, "Note \(noteID).appointment")
+        // Nothing changed: the note keeps its appointment at its first version.
+        let stored = try client.send("GET", "/notes/\(noteID)")
+        #expect(field(stored, "appointment") == .integer(visitID) && field(stored, "_version") == .integer(1))
+    }
 }

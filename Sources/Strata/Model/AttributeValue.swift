@@ -138,12 +138,61 @@ extension AttributeValue {
         }
     }
 
-    /// Parses a decimal written as plain digits with an optional sign, point and exponent.
+    /// Parses a decimal written as plain digits with an optional sign, point and exponent, as
+    /// ``decimalPattern`` states: at most 19 digits before the point and 19 after (Decimal keeps
+    /// 38 exactly) and an exponent of at most two digits, so every such text is read exactly.
     public static func parseDecimal(_ text: String) -> Decimal? {
-        let pattern = #/^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$/#
-        guard text.wholeMatch(of: pattern) != nil else { return nil }
+        guard isDecimalText(text) else { return nil }
         return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
     }
+
+    /// Whether `text` matches ``decimalPattern`` (scanned by hand: this runs for every decimal
+    /// in every request body).
+    static func isDecimalText(_ text: String) -> Bool {
+        var rest = text.utf8[...]
+        func digits(_ limit: Int) -> Int? {
+            var count = 0
+            while let byte = rest.first, (0x30...0x39).contains(byte) {
+                count += 1
+                rest = rest.dropFirst()
+            }
+            return count <= limit ? count : nil
+        }
+        if let sign = rest.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { rest = rest.dropFirst() }
+        guard let whole = digits(19) else { return false }
+        var point = false
+        var fraction = 0
+        if rest.first == UInt8(ascii: ".") {
+            point = true
+            rest = rest.dropFirst()
+            guard let count = digits(19) else { return false }
+            fraction = count
+        }
+        guard whole > 0 || (point && fraction > 0) else { return false }
+        if let mark = rest.first, mark == UInt8(ascii: "e") || mark == UInt8(ascii: "E") {
+            rest = rest.dropFirst()
+            if let sign = rest.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+                rest = rest.dropFirst()
+            }
+            guard let exponent = digits(2), exponent > 0 else { return false }
+        }
+        return rest.isEmpty
+    }
+
+    /// A decimal's digits without the sign: 1 to 19 digits with an optional point and up to 19
+    /// more, or a point and 1 to 19 digits.
+    static let decimalDigits = #"([0-9]{1,19}(\.[0-9]{0,19})?|\.[0-9]{1,19})"#
+    /// The digits of a zero.
+    static let zeroDigits = #"(0{1,19}(\.0{0,19})?|\.0{1,19})"#
+    static let decimalExponent = #"([eE][+-]?[0-9]{1,2})?"#
+    /// The regular expression of a decimal written as a string (what ``parseDecimal(_:)`` reads).
+    public static let decimalPattern = "^[+-]?\(decimalDigits)\(decimalExponent)$"
+    /// The decimals ``parseDecimal(_:)`` reads as at least 0: no minus sign, or a minus before a zero.
+    public static let nonNegativeDecimalPattern = "^(\\+?\(decimalDigits)|-\(zeroDigits))\(decimalExponent)$"
+    /// The decimals ``parseDecimal(_:)`` reads as at most 0: a minus sign, or a zero.
+    public static let nonPositiveDecimalPattern = "^(-\(decimalDigits)|\\+?\(zeroDigits))\(decimalExponent)$"
+    /// The decimals ``parseDecimal(_:)`` reads as 0.
+    public static let zeroDecimalPattern = "^[+-]?\(zeroDigits)\(decimalExponent)$"
 
     /// Whether `text` is an absolute URI with a scheme.
     public static func isURI(_ text: String) -> Bool {

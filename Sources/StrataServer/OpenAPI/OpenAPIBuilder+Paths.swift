@@ -30,9 +30,14 @@ extension OpenAPIBuilder {
                 responses([("200", listResponse(entity, "A page of \(name) objects.")), ("400", nil), ("503", nil)])
             ),
         ])
-        let create = createOperation(entity, noun: noun, tags: tags)
-        result.append((path, ["get": list, "post": create]))
-        result.append((path + "/_bulk", ["post": bulkCreateOperation(entity, plural: plural, tags: tags)]))
+        if entity.isAbstract {
+            // Every object is one of its subentities, created at their paths: POST here is 405.
+            result.append((path, ["get": list]))
+        } else {
+            let create = createOperation(entity, noun: noun, tags: tags)
+            result.append((path, ["get": list, "post": create]))
+            result.append((path + "/_bulk", ["post": bulkCreateOperation(entity, plural: plural, tags: tags)]))
+        }
 
         // One object.
         let objectParameters: OpenAPINode = [["$ref": "#/components/parameters/Id"]]
@@ -269,15 +274,10 @@ extension OpenAPIBuilder {
         ])
     }
 
-    /// A create operation's statuses, its 201 answering `created`; an abstract entity's create can
-    /// only fail (422), and `description` then says so instead.
+    /// A create operation's statuses, its 201 answering `created` (abstract entities have none).
     private func createStatuses(
         _ entity: EntityDescription, description: inout String, created: () -> OpenAPINode
     ) -> [(String, OpenAPINode?)] {
-        if entity.isAbstract {
-            description = "\(entity.name) is abstract: create one of its subentities instead; this answers 422."
-            return [("400", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil)]
-        }
         return [("201", created()), ("400", nil), ("409", nil), ("413", nil), ("415", nil), ("422", nil), ("503", nil)]
     }
 
@@ -357,12 +357,17 @@ extension OpenAPIBuilder {
         return out
     }
 
+    /// `If-Match` and `If-None-Match` as the server reads them (``RESTService/entityTags(_:)``):
+    /// `*`, or tags separated by commas, each quoted (`"3"`, `W/"3"`) or a bare version (`3`), where
+    /// empty items between commas are skipped but an item of only blanks is refused.
+    static let entityTagsPattern: String = {
+        let tag = #"[ \t]*((W/)?"[+-]?[0-9]{1,18}"|[+-]?[0-9]{1,18})[ \t]*"#
+        return #"^[ \t]*\*[ \t]*$|^[ \t]*,*"# + tag + "(,+" + tag + #")*,*[ \t]*$"#
+    }()
+
     /// Parameters every entity shares.
     var sharedParameters: [(key: String, value: OpenAPINode)] {
-        // As the server reads them: `*`, or tags separated by commas, where empty items between
-        // commas are skipped but an item of only blanks is refused.
-        let tag = #"[ \t]*(W/)?"[+-]?[0-9]{1,18}"[ \t]*"#
-        let entityTags = #"^[ \t]*\*[ \t]*$|^[ \t]*,*"# + tag + "(,+" + tag + #")*,*[ \t]*$"#
+        let entityTags = Self.entityTagsPattern
         return [
             (
                 "Id",
@@ -386,7 +391,8 @@ extension OpenAPIBuilder {
                 "After",
                 [
                     "name": "after", "in": "query", "required": false,
-                    "description": "A cursor from a `next` link: the page after it. Not with `offset`.",
+                    "description":
+                        "A cursor from a `next` link: the page after it (with `offset`, that many items further on).",
                     "schema": ["type": "string", "pattern": .string(ListQuery.cursorPattern)],
                 ]
             ),
@@ -394,7 +400,7 @@ extension OpenAPIBuilder {
                 "Offset",
                 [
                     "name": "offset", "in": "query", "required": false,
-                    "description": "How many items to skip. Not with `after`.",
+                    "description": "How many items to skip (past the cursor's position when `after` is given too).",
                     "schema": ["type": "integer", "format": "int64", "minimum": 0],
                 ]
             ),
@@ -423,7 +429,7 @@ extension OpenAPIBuilder {
                 [
                     "name": "If-Match", "in": "header", "required": false,
                     "description": .string(
-                        "Entity tags (`\"3\"`, comma-separated) or `*`: change the object only if its version is one "
+                        "Entity tags (`\"3\"`, comma-separated; a bare `3` is read as `\"3\"`) or `*`: change the object only if its version is one "
                             + "of them, else 412."),
                     "schema": ["type": "string", "pattern": .string(entityTags)],
                 ]
@@ -433,7 +439,7 @@ extension OpenAPIBuilder {
                 [
                     "name": "If-None-Match", "in": "header", "required": false,
                     "description": .string(
-                        "Entity tags (`\"3\"`, comma-separated) or `*`: 304 with no body if the object's version is "
+                        "Entity tags (`\"3\"`, comma-separated; a bare `3` is read as `\"3\"`) or `*`: 304 with no body if the object's version is "
                             + "one of them."),
                     "schema": ["type": "string", "pattern": .string(entityTags)],
                 ]
@@ -519,7 +525,7 @@ extension OpenAPIBuilder {
             (
                 "Conflict",
                 problem(
-                    "A uniqueness constraint or a deny delete rule refuses the change, or the body refers to a related object that does not exist (or was deleted meanwhile)."
+                    "A uniqueness constraint or a deny delete rule refuses the change, the body refers to a related object that does not exist (or was deleted meanwhile), or the change would leave another stored object without a required relationship (or with too few or too many related objects)."
                 )
             ),
             (

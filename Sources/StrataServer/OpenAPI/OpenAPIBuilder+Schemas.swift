@@ -1,3 +1,4 @@
+import Foundation
 import Strata
 
 /// Which of an entity's three JSON shapes a property schema is for.
@@ -11,8 +12,51 @@ enum SchemaMode {
 }
 
 extension OpenAPIBuilder {
-    /// The regular expression of a decimal written as a string, as the server parses it.
-    static let decimalPattern = #"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"#
+    /// The regular expressions of decimals written as strings, as the server reads them.
+    static let decimalPattern = AttributeValue.decimalPattern
+    static let nonNegativeDecimalPattern = AttributeValue.nonNegativeDecimalPattern
+    static let nonPositiveDecimalPattern = AttributeValue.nonPositiveDecimalPattern
+    static let zeroDecimalPattern = AttributeValue.zeroDecimalPattern
+    /// A decimal as the server writes it (`Decimal`'s description): plain digits, no exponent, of
+    /// any length (a stored value may have more digits than a request may send).
+    static let decimalOutputPattern = #"^-?[0-9]+(\.[0-9]+)?$"#
+    /// The characters ICU's `\s` matches (Unicode White_Space), spelled out: ECMA-262 and Python,
+    /// which read a schema's `pattern`, each have a `\s` of their own (ECMA adds U+FEFF and leaves
+    /// out U+0085; Python adds U+001C to U+001F).
+    static let icuWhiteSpace = #"\t\n\u000B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000"#
+
+    /// A model's regular expression (ICU's syntax, as Core Data's) as a schema `pattern`: `\s` and
+    /// `\S` spelled out as ICU reads them; the rest as written.
+    static func schemaPattern(icu pattern: String) -> String {
+        var out = ""
+        var inClass = false
+        var characters = pattern.makeIterator()
+        while let character = characters.next() {
+            switch character {
+            case "\\":
+                guard let escaped = characters.next() else {
+                    out.append(character)
+                    break
+                }
+                switch (escaped, inClass) {
+                case ("s", false): out += "[" + icuWhiteSpace + "]"
+                case ("s", true): out += icuWhiteSpace
+                case ("S", false): out += "[^" + icuWhiteSpace + "]"
+                default: out += "\\" + String(escaped)
+                }
+            case "[" where !inClass:
+                inClass = true
+                out.append(character)
+            case "]" where inClass:
+                inClass = false
+                out.append(character)
+            default:
+                out.append(character)
+            }
+        }
+        return out
+    }
+
     /// Standard base64 with padding, as the server decodes binary attributes.
     static let base64Pattern = #"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"#
 
@@ -145,7 +189,7 @@ extension OpenAPIBuilder {
             if writing {
                 schema.set("minLength", attribute.minLength.map { .integer(Int64($0)) })
                 schema.set("maxLength", attribute.maxLength.map { .integer(Int64($0)) })
-                schema.set("pattern", attribute.regex.map { .string("^(?:\($0))$") })
+                schema.set("pattern", attribute.regex.map { .string("^(?:\(Self.schemaPattern(icu: $0)))$") })
                 if attribute.minLength != nil || attribute.maxLength != nil {
                     notes.append("Lengths count characters (extended grapheme clusters).")
                 }
@@ -179,19 +223,31 @@ extension OpenAPIBuilder {
             }
             return schema
         case .decimal:
-            let text: OpenAPINode = ["type": "string", "pattern": .string(Self.decimalPattern)]
             guard writing else {
                 notes.append("An exact decimal number, written as a string.")
-                return text
+                return ["type": "string", "pattern": .string(Self.decimalOutputPattern)]
             }
+            let text: OpenAPINode = ["type": "string", "pattern": .string(Self.decimalPattern)]
             notes.append(
                 "An exact decimal number, written as a string such as \"9.99\"; a JSON integer is accepted too.")
             if let value = attribute.minValue { notes.append("At least \(Self.plain(value)).") }
             if let value = attribute.maxValue { notes.append("At most \(Self.plain(value)).") }
+            // A bound of 0 is a sign, which a pattern states exactly; other bounds hold for the
+            // integer form only, and the description says them for the text.
+            let minimum = Self.number(attribute.minValue)
+            let maximum = Self.number(attribute.maxValue)
+            var textForm = text
+            switch (minimum == 0, maximum == 0) {
+            case (true, true): textForm.set("pattern", .string(Self.zeroDecimalPattern))
+            case (true, false): textForm.set("pattern", .string(Self.nonNegativeDecimalPattern))
+            case (false, true): textForm.set("pattern", .string(Self.nonPositiveDecimalPattern))
+            case (false, false): break
+            }
+            var integerForm: OpenAPINode = ["type": "integer", "format": "int64"]
+            if minimum != nil { integerForm.set("minimum", Self.numberNode(attribute.minValue!)) }
+            if maximum != nil { integerForm.set("maximum", Self.numberNode(attribute.maxValue!)) }
             // OpenAPI 3.0 allows `nullable` only beside `type`: the text form carries it.
-            return [
-                "anyOf": [nullable ? text.setting("nullable", true) : text, ["type": "integer", "format": "int64"]]
-            ]
+            return ["anyOf": [nullable ? textForm.setting("nullable", true) : textForm, integerForm]]
         case .boolean:
             return ["type": "boolean"]
         case .date:
@@ -292,6 +348,20 @@ extension OpenAPIBuilder {
                         "currentVersion": [
                             "type": "integer", "format": "int64",
                             "description": "With 412: the object's current version.",
+                        ],
+                        "objects": [
+                            "type": "array",
+                            "description": .string(
+                                "With 409: stored objects (not the request's own) that the change would leave "
+                                    + "breaking a rule of the model, each with the failing relationship."),
+                            "items": [
+                                "type": "object", "required": ["entity", "id", "field", "code", "message"],
+                                "properties": [
+                                    "entity": ["type": "string"], "id": ["type": "integer", "format": "int64"],
+                                    "field": ["type": "string"], "code": ["type": "string"],
+                                    "message": ["type": "string"],
+                                ],
+                            ],
                         ],
                     ],
                 ]
@@ -469,6 +539,7 @@ extension OpenAPIBuilder {
         switch value {
         case .integer(let int): Double(int)
         case .double(let double): double
+        case .decimal(let decimal): Double(truncating: decimal as NSDecimalNumber)
         default: nil
         }
     }
@@ -478,6 +549,14 @@ extension OpenAPIBuilder {
         switch value {
         case .integer(let int): .integer(int)
         case .double(let double): .double(double)
+        case .decimal(let decimal):
+            if let int = Int64(exactly: NSDecimalNumber(decimal: decimal).doubleValue),
+                Decimal(int) == decimal
+            {
+                .integer(int)
+            } else {
+                .double(Double(truncating: decimal as NSDecimalNumber))
+            }
         default: .null
         }
     }

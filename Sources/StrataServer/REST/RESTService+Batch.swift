@@ -93,6 +93,7 @@ extension RESTService {
         if method != "GET", isReadOnly(route) {
             throw Problem.methodNotAllowed(method, allowed: allowed(route))
         }
+        if method == "POST", createsAbstract(route) { throw abstractCreate(method, route) }
         switch (method, route) {
         case ("POST", .collection(let entity)):
             let outcome = try create(entity, sub, child, refs: refs)

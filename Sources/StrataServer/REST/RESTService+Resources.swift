@@ -223,9 +223,6 @@ extension RESTService {
         default:
             throw Problem.badRequest("the body must be a JSON object, not \(document.typeName)")
         }
-        if model.entity(named: entity)?.isAbstract == true {
-            throw Problem.validation("\(entity) is abstract: create one of its subentities", [])
-        }
         var created: [ObjectID] = []
         for (index, item) in items.enumerated() {
             guard let members = item.objectValue else {

@@ -160,8 +160,8 @@ public final class RESTService: Sendable {
         let route = Route(path: request.path, resources: resources)
         switch (request.method, route) {
         case ("POST", .batch): return true
-        case ("POST", .collection), ("POST", .bulk), ("PATCH", .item), ("PUT", .item), ("DELETE", .item):
-            return !isReadOnly(route)
+        case ("POST", .collection), ("POST", .bulk): return !isReadOnly(route) && !createsAbstract(route)
+        case ("PATCH", .item), ("PUT", .item), ("DELETE", .item): return !isReadOnly(route)
         default: return false
         }
     }
@@ -174,8 +174,34 @@ public final class RESTService: Sendable {
         }
     }
 
-    /// The methods `route` accepts: only reads for a read-only entity.
-    func allowed(_ route: Route) -> [String] { isReadOnly(route) ? ["GET", "HEAD"] : route.allowed }
+    /// Whether `route` is the collection (or `_bulk`) of an abstract entity, whose objects are
+    /// created at their subentities' paths.
+    func createsAbstract(_ route: Route) -> Bool {
+        switch route {
+        case .collection(let entity), .bulk(let entity): model.entity(named: entity)?.isAbstract == true
+        default: false
+        }
+    }
+
+    /// The 405 for a POST to an abstract entity's collection, naming where its objects are created.
+    func abstractCreate(_ method: String, _ route: Route) -> Problem {
+        guard case .collection(let entity) = route else {
+            return Problem.methodNotAllowed(method, allowed: allowed(route))
+        }
+        let concrete = model.entities.filter { !$0.isAbstract && model.entity($0.name, isKindOf: entity) }
+        var problem = Problem.methodNotAllowed(method, allowed: allowed(route))
+        problem.detail =
+            "\(entity) is abstract: create one of its subentities ("
+            + concrete.map { "\($0.name) at /\(model.resourcePath(of: $0.name))" }.joined(separator: ", ") + ")"
+        return problem
+    }
+
+    /// The methods `route` accepts: only reads for a read-only entity and for an abstract entity's
+    /// collection; none for an abstract entity's `_bulk`.
+    func allowed(_ route: Route) -> [String] {
+        if case .bulk = route, createsAbstract(route) { return [] }
+        return isReadOnly(route) || createsAbstract(route) ? ["GET", "HEAD"] : route.allowed
+    }
 
     /// Answers one request without blocking the calling thread: a write to a collection or an
     /// object is prepared here and answered through `completion` when the root's group commit
@@ -213,11 +239,12 @@ public final class RESTService: Sendable {
         var expectations: [ObjectID: Int64] = [:]
         do throws(Problem) {
             let outcome = try body(child, &expectations)
+            let kept = outcome.kept(model)
             do {
-                try root.commit(child, expecting: expectations, keeping: outcome.kept(model), lead: lead) {
+                try root.commit(child, expecting: expectations, keeping: kept, lead: lead) {
                     [self] result in
                     switch result {
-                    case .failure(let error): completion(Problem(error).response)
+                    case .failure(let error): completion(Self.problem(error, keeping: Set(kept)).response)
                     case .success(let saved):
                         do throws(Problem) {
                             completion(try render(outcome, request, created: child, saved: saved))
@@ -227,7 +254,7 @@ public final class RESTService: Sendable {
                     }
                 }
             } catch {
-                throw Problem(error)
+                throw Self.problem(error, keeping: Set(kept))
             }
         } catch {
             completion(error.response)
@@ -239,7 +266,7 @@ public final class RESTService: Sendable {
     private func writeBody(_ request: HTTPRequest, _ route: Route)
         -> ((ObjectContext, inout [ObjectID: Int64]) throws(Problem) -> WriteOutcome)?
     {
-        if isReadOnly(route) { return nil }
+        if isReadOnly(route) || createsAbstract(route) { return nil }
         switch (request.method, route) {
         case ("POST", .collection(let entity)):
             return { [self] (child: ObjectContext, _: inout [ObjectID: Int64]) throws(Problem) in
@@ -261,9 +288,15 @@ public final class RESTService: Sendable {
     private func dispatch(_ request: HTTPRequest, _ route: Route) throws(Problem) -> HTTPResponse {
         let method = request.method == "HEAD" ? "GET" : request.method
         if route == .unknown { throw Problem.notFound("no resource at \(request.path)") }
+        if case .bulk(let entity) = route, createsAbstract(route) {
+            throw Problem.notFound(
+                "no resource at \(request.path): \(entity) is abstract, so its objects are created at its subentities' paths"
+            )
+        }
         if method == "OPTIONS" {
             return HTTPResponse(status: 204, headers: [("Allow", allowed(route).joined(separator: ", "))])
         }
+        if request.method == "POST", createsAbstract(route) { throw abstractCreate(request.method, route) }
         let methods = allowed(route)
         guard methods.contains(request.method) || (request.method == "HEAD" && methods.contains("GET")) else {
             throw Problem.methodNotAllowed(request.method, allowed: methods)
@@ -376,16 +409,31 @@ public final class RESTService: Sendable {
         return String(decoding: type, as: UTF8.self).lowercased()
     }
 
-    /// Entity tags of an `If-Match` / `If-None-Match` header: nil for `*`.
+    /// Entity tags of an `If-Match` / `If-None-Match` header: nil for `*`. A bare version (`3`, as
+    /// a hand-written request may send it) is read as its tag (`"3"`).
     static func entityTags(_ header: String) throws(Problem) -> Set<Int64>? {
-        let trimmed = header.trimmingCharacters(in: .whitespaces)
-        if trimmed == "*" { return nil }
+        let blanks: Set<UInt8> = [0x20, 0x09]
+        func trimmed(_ text: Substring.UTF8View) -> Substring.UTF8View {
+            var text = text
+            while let first = text.first, blanks.contains(first) { text = text.dropFirst() }
+            while let last = text.last, blanks.contains(last) { text = text.dropLast() }
+            return text
+        }
+        let whole = trimmed(header[...].utf8)
+        if whole.elementsEqual("*".utf8) { return nil }
         var versions: Set<Int64> = []
-        for part in trimmed.split(separator: ",") {
-            var tag = part.trimmingCharacters(in: .whitespaces)
-            if tag.hasPrefix("W/") { tag.removeFirst(2) }
-            guard tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\""),
-                let version = Int64(tag.dropFirst().dropLast())
+        for part in whole.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
+            var tag = trimmed(part)
+            let weak = tag.starts(with: "W/".utf8)
+            if weak { tag = tag.dropFirst(2) }
+            let quoted = tag.count >= 2 && tag.first == UInt8(ascii: "\"") && tag.last == UInt8(ascii: "\"")
+            if quoted { tag = tag.dropFirst().dropLast() }
+            var digits = tag
+            if let sign = digits.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+                digits = digits.dropFirst()
+            }
+            guard quoted || !weak, (1...18).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }),
+                let version = Int64(String(decoding: tag, as: UTF8.self))
             else {
                 throw Problem.badRequest("'\(header)' is not a list of entity tags such as \"3\"")
             }
@@ -418,8 +466,41 @@ public final class RESTService: Sendable {
         do {
             return try root.commit(child, expecting: expectations, keeping: keeping)
         } catch {
-            throw Problem(error)
+            throw Self.problem(error, keeping: Set(keeping))
         }
+    }
+
+    /// The problem for a failed commit. A change that is valid itself but would leave another,
+    /// stored object without a required relationship (or with too few or too many related
+    /// objects: moving a `Note` out of its `Appointment`, nullifying a required inverse) conflicts
+    /// with the stored state, as a deny rule does: 409 naming those objects, not 422, which says
+    /// the request's own body does not fit the model.
+    static func problem(_ error: ContextError, keeping: Set<ObjectID>) -> Problem {
+        let relationshipRules: Set<ValidationFailure.Rule> = [.required, .minCount, .maxCount]
+        guard error.code == .validation, !error.failures.isEmpty,
+            error.failures.allSatisfy({
+                relationshipRules.contains($0.rule) && !keeping.contains($0.objectID) && !$0.objectID.isTemporary
+            })
+        else { return Problem(error) }
+        // The failing fields are other objects' (a Note's `appointment`), not the request body's:
+        // they go in `objects`, so that `errors` keeps naming only the request's own fields.
+        var named: [String] = []
+        var objects: [JSONValue] = []
+        for failure in error.failures {
+            let id = failure.objectID.primaryKey ?? 0
+            let text = "\(failure.entity) \(id).\(failure.field) \(failure.message)"
+            guard !named.contains(text) else { continue }
+            named.append(text)
+            objects.append(
+                .object([
+                    "entity": .string(failure.entity), "id": .integer(id), "field": .string(failure.field),
+                    "code": .string(failure.rule.rawValue), "message": .string(failure.message),
+                ]))
+        }
+        var problem = Problem.conflict(
+            "the change would leave stored objects breaking the model's rules: " + named.joined(separator: "; "))
+        problem.extra["objects"] = .array(objects)
+        return problem
     }
 
     /// A context for a read: a fresh root over the same stores, so reads never wait for the
