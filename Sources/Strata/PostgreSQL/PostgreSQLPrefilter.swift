@@ -125,6 +125,16 @@ struct PostgreSQLPrefilter {
             }
             let column = "t.\(PostgreSQLSchema.quote(attribute.name))"
             return try attributeComparison(comparison, column, attribute, domain)
+        case .object where text == "SELF":
+            // The object itself against a stored object of this store (a keyset cursor's
+            // `SELF > object`): its primary key, as Strata orders objects of one store.
+            let operators: [ComparisonOperator: String] = [
+                .equal: "=", .notEqual: "<>", .less: "<", .lessOrEqual: "<=", .greater: ">", .greaterOrEqual: ">=",
+            ]
+            guard let sql = operators[comparison.op], case .object(let id?) = comparison.rhs, !id.isTemporary,
+                id.storeIdentifier == storeIdentifier, let pk = id.primaryKey
+            else { return (nil, false) }
+            return ("t.\"_pk\" \(sql) \(parameter(.integer(pk), cast: "bigint"))", false)
         case .object:
             guard let relationship = model.relationship(text, of: entity), !relationship.isToMany,
                 table.columns.contains(.foreignKey(relationship)), comparison.op == .equal

@@ -108,6 +108,12 @@ extension FetchPredicate {
     }
 
     static func order(_ lhs: PredicateOperand, _ rhs: PredicateOperand, _ options: ComparisonOptions) -> Int? {
+        // Two stored objects of one store order by primary key, as SQL compares `_pk` (a keyset
+        // cursor's `SELF > object`).
+        if case .object(let x?) = lhs, case .object(let y?) = rhs {
+            guard x.storeIdentifier == y.storeIdentifier, let a = x.primaryKey, let b = y.primaryKey else { return nil }
+            return a < b ? -1 : (a == b ? 0 : 1)
+        }
         guard case .value(let a) = lhs, case .value(let b) = rhs else { return nil }
         if !options.isEmpty, let x = a.textValue, let y = b.textValue {
             return ValueOrdering.compareBytes(ValueOrdering.fold(x, options).utf8, ValueOrdering.fold(y, options).utf8)

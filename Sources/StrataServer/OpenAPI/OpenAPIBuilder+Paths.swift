@@ -392,7 +392,10 @@ extension OpenAPIBuilder {
                 [
                     "name": "after", "in": "query", "required": false,
                     "description":
-                        "A cursor from a `next` link: the page after it (with `offset`, that many items further on).",
+                        .string(
+                            "A cursor from a `next` link: the page after the last item of the page that gave it, found "
+                                + "by that item's sort values and id, so pages do not shift when objects are added or "
+                                + "removed before them (with `offset`, that many items further on)."),
                     "schema": ["type": "string", "pattern": .string(ListQuery.cursorPattern)],
                 ]
             ),

@@ -9,6 +9,13 @@ struct ListQuery {
     var limit = 50
     var offset = 0
     var countExact = false
+    /// With a keyset cursor that fits this request's order: the rows after the cursor's row,
+    /// which ``request(_:)`` adds to the predicates (and `offset` is then only the `offset`
+    /// parameter).
+    var keyset: FetchPredicate?
+    /// The position of the page's first item, as far as the cursor and `offset` tell (the cursor
+    /// keeps it for a keyset that no longer fits).
+    var position = 0
 
     static let defaultLimit = 50
     static let reserved: Set<String> = ["where", "order", "limit", "after", "offset", "count"]
@@ -24,6 +31,7 @@ struct ListQuery {
         var seen: Set<String> = []
         var cursorPosition = 0
         var skip = 0
+        var anchorText: String?
         // A named query (a fetch request template) takes its variables from the parameters of
         // the same names.
         // `query=<name>`: a value without a dot names a query; `query=eq.x` filters an attribute
@@ -104,6 +112,7 @@ struct ListQuery {
                         errors: [.init(field: "after", code: "invalid", message: "bad cursor")])
                 }
                 cursorPosition = position
+                anchorText = value.firstIndex(of: ".").map { String(value[value.index(after: $0)...]) }
             case "count":
                 guard value == "exact" else { throw Problem.badRequest("count takes only 'exact'") }
                 countExact = true
@@ -120,32 +129,162 @@ struct ListQuery {
         // a position past every item: an empty page).
         let (sum, overflow) = cursorPosition.addingReportingOverflow(skip)
         offset = overflow ? Int.max : sum
+        position = offset
+        // A keyset that fits the order replaces the cursor's position: the page starts right after
+        // the cursor's row wherever it now is. One that does not fit (another `order`, a value of
+        // another type) leaves the position, so every cursor the pattern matches is taken.
+        if let anchorText, let anchor = Self.decodeAnchor(anchorText),
+            let predicate = Self.keyset(after: anchor, order: order, entity: entity, model: model, objectID: objectID)
+        {
+            keyset = predicate
+            offset = skip
+        }
     }
 
-    /// The fetch request for these parameters.
-    func request(_ entity: String) -> FetchRequest {
-        FetchRequest(
-            entityName: entity,
-            predicate: predicates.isEmpty ? nil : (predicates.count == 1 ? predicates[0] : .and(predicates)),
-            sortDescriptors: order, fetchLimit: limit, fetchOffset: offset)
+    /// The fetch request for these parameters; without the keyset, for counting every match.
+    func request(_ entity: String, keyset withKeyset: Bool = true) -> FetchRequest {
+        let all = predicates + (withKeyset ? keyset.map { [$0] } ?? [] : [])
+        return FetchRequest(
+            entityName: entity, predicate: all.isEmpty ? nil : (all.count == 1 ? all[0] : .and(all)),
+            sortDescriptors: order, fetchLimit: limit, fetchOffset: withKeyset ? offset : 0)
     }
 
     /// A cursor for the page starting at `offset`: `o` and the offset in decimal, base64url without
-    /// padding.
-    static func cursor(_ offset: Int) -> String { base64URL(Data("o\(offset)".utf8)) }
+    /// padding; with `anchor` (the last row's sort values and id), `.` and the anchor as JSON in
+    /// base64url, when it is short enough.
+    static func cursor(_ offset: Int, anchor: [JSONValue]? = nil) -> String {
+        let position = base64URL(Data("o\(offset)".utf8))
+        guard let anchor else { return position }
+        let json = JSONValue.array(anchor).jsonText
+        guard json.utf8.count <= maxAnchorBytes else { return position }
+        return position + "." + base64URL(Data(json.utf8))
+    }
+
+    /// The longest anchor a cursor carries (longer sort values page by position).
+    static let maxAnchorBytes = 1_024
+    /// The longest anchor text a cursor may hold: the base64url of ``maxAnchorBytes``.
+    static let maxAnchorText = (maxAnchorBytes * 4 + 2) / 3
+
+    /// The anchor of a cursor: the JSON array its text encodes, or nil when it is not one.
+    static func decodeAnchor(_ text: String) -> [JSONValue]? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64), let value = try? JSONValue.parse(Array(data), maxDepth: 2)
+        else { return nil }
+        return value.arrayValue
+    }
+
+    /// The last row's anchor in `order`: each sort key's value and the row's id, or nil when a
+    /// key cannot be a keyset (see ``keyset(after:order:entity:model:objectID:)``).
+    static func anchor(of row: StoreRow, order: [SortKey], entity: String, model: ObjectModel) -> [JSONValue]? {
+        var values: [JSONValue] = []
+        for key in order {
+            if key.key == SortKey.objectKey {
+                values.append(.integer(row.id.primaryKey ?? 0))
+                continue
+            }
+            guard let attribute = model.attribute(key.key, of: entity), keysetTypes.contains(attribute.type),
+                !key.caseInsensitive
+            else { return nil }
+            let value = row[attribute: key.key]
+            if case .double(let number) = value, number.isNaN { return nil }
+            values.append(value.json)
+        }
+        guard let pk = row.id.primaryKey else { return nil }
+        return values + [.integer(pk)]
+    }
+
+    /// The attribute types a keyset compares exactly as the stores sort them.
+    static let keysetTypes: Set<AttributeType> = [
+        .string, .integer16, .integer32, .integer64, .double, .float, .boolean, .date, .uuid, .uri,
+    ]
+
+    /// The rows after `anchor` in `order` (ties broken by id, as every store sorts): for each key,
+    /// the rows past the anchor's value, or equal to it and past it on the next keys. The first
+    /// key also gives a range (`year <= 1999 AND (…)`) so that an index on it serves the page.
+    /// Nil when the anchor does not fit the order.
+    static func keyset(
+        after anchor: [JSONValue], order: [SortKey], entity: String, model: ObjectModel,
+        objectID: (String, Int64) -> ObjectID?
+    ) -> FetchPredicate? {
+        guard anchor.count == order.count + 1, case .integer(let pk) = anchor.last, let last = objectID(entity, pk)
+        else { return nil }
+        var keys: [(path: String, ascending: Bool, value: PredicateTerm, optional: Bool)] = []
+        for (key, json) in zip(order, anchor) {
+            if key.key == SortKey.objectKey {
+                guard case .integer(let id) = json, let object = objectID(entity, id) else { return nil }
+                keys.append(("SELF", key.ascending, .object(object), false))
+                continue
+            }
+            guard let attribute = model.attribute(key.key, of: entity), keysetTypes.contains(attribute.type),
+                !key.caseInsensitive
+            else { return nil }
+            if json.isNull {
+                keys.append((key.key, key.ascending, .constant(.null), true))
+                continue
+            }
+            guard let value = AttributeValue(json: json, as: attribute.type) else { return nil }
+            if case .double(let number) = value, number.isNaN { return nil }
+            keys.append((key.key, key.ascending, .constant(value), attribute.isOptional))
+        }
+        keys.append(("SELF", true, .object(last), false))
+        func compare(_ path: String, _ op: ComparisonOperator, _ value: PredicateTerm) -> FetchPredicate {
+            .comparison(Comparison(.keyPath(path), op, value))
+        }
+        func isNull(_ path: String, _ null: Bool) -> FetchPredicate {
+            compare(path, null ? .equal : .notEqual, .constant(.null))
+        }
+        // From the last key back: after(i) = past(i) OR (equal(i) AND after(i + 1)).
+        var after: FetchPredicate = .never
+        for (index, key) in keys.enumerated().reversed() {
+            let isLast = index == keys.count - 1
+            let nullAnchor: Bool = { if case .constant(.null) = key.value { true } else { false } }()
+            let past: FetchPredicate
+            let equal: FetchPredicate
+            if nullAnchor {
+                // Nulls sort first: ascending, every non-null value is past; descending, none is.
+                past = key.ascending ? isNull(key.path, false) : .never
+                equal = isNull(key.path, true)
+            } else {
+                let beyond = compare(key.path, key.ascending ? .greater : .less, key.value)
+                past = !key.ascending && key.optional ? .or([beyond, isNull(key.path, true)]) : beyond
+                equal = compare(key.path, .equal, key.value)
+            }
+            after = isLast ? past : .or([past, .and([equal, after])])
+        }
+        // The leading range, for an index on the first key.
+        if let first = keys.first, keys.count > 1, case .constant(let value) = first.value, !value.isNull,
+            first.ascending || !first.optional
+        {
+            after = .and([compare(first.path, first.ascending ? .greaterOrEqual : .lessOrEqual, first.value), after])
+        }
+        return after
+    }
 
     /// The offset of a cursor, for exactly the strings ``cursorPattern`` matches: the canonical
     /// encoding (as ``cursor(_:)`` writes it) of `o` and 1 to 16 decimal digits.
-    static func decodeCursor(_ text: String) -> Int? {
+    static func decodeCursor(_ cursor: String) -> Int? {
+        var text = Substring(cursor)
+        if let dot = cursor.firstIndex(of: ".") {
+            let anchor = cursor[cursor.index(after: dot)...]
+            guard (1...maxAnchorText).contains(anchor.utf8.count),
+                anchor.utf8.allSatisfy({ Self.base64URLBytes.contains($0) })
+            else { return nil }
+            text = cursor[..<dot]
+        }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         guard let data = Data(base64Encoded: base64), data.first == UInt8(ascii: "o"),
             (2...17).contains(data.count), data.dropFirst().allSatisfy({ (0x30...0x39).contains($0) }),
             let offset = Int(String(decoding: data.dropFirst(), as: UTF8.self)),
-            base64URL(data) == text
+            base64URL(data) == String(text)
         else { return nil }
         return offset
     }
+
+    /// The bytes of base64url text.
+    static let base64URLBytes = Set(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// `data` in base64url without padding.
     private static func base64URL(_ data: Data) -> String {
@@ -161,7 +300,9 @@ struct ListQuery {
         let pair = "(?:[MN][DTjz]|O[DT])[AEIMQUYcgk]"  // two digits, the last group
         let single = "(?:[MN][AQgw]|O[AQ])"  // one digit, the last group
         // `o` and one digit, or `o`, two digits, then up to 4 triples and a last pair or digit.
-        return "^bz[AEIMQUYcgk](?:[w-z0-5](?:\(triple)){0,4}(?:\(pair)|\(single))?)?$"
+        // Then, for a keyset cursor, `.` and the anchor's base64url.
+        return "^bz[AEIMQUYcgk](?:[w-z0-5](?:\(triple)){0,4}(?:\(pair)|\(single))?)?"
+            + "(?:\\.[A-Za-z0-9_-]{1,\(maxAnchorText)})?$"
     }()
 
     /// A filter `attr=[not.]op.value`.

@@ -17,7 +17,11 @@ extension RESTService {
         var total: Int?
         do {
             rows = try reads.fetch(fetch)
-            if query.countExact { total = try reads.count(fetch) }
+            if query.countExact {
+                var every = query.request(entity, keyset: false)
+                every.affectedStores = fetch.affectedStores
+                total = try reads.count(every)
+            }
         } catch {
             // A predicate the store cannot apply is the client's mistake, as through a context.
             throw error.code == .invalidRequest ? Problem.badRequest(error.message) : Problem(error)
@@ -30,7 +34,13 @@ extension RESTService {
         }
         body += Array(#"],"next":"#.utf8)
         if rows.count > query.limit {
-            JSONValue.writeString(nextLink(request, offset: query.offset + query.limit), to: &body)
+            // The next page starts after this page's last row (a keyset, when its sort values fit
+            // in a cursor), else at the position after it.
+            let anchor = ListQuery.anchor(
+                of: rows[query.limit - 1], order: query.order, entity: entity, model: model)
+            let (position, overflow) = query.position.addingReportingOverflow(query.limit)
+            JSONValue.writeString(
+                nextLink(request, offset: overflow ? Int.max : position, anchor: anchor), to: &body)
         } else {
             body += Array("null".utf8)
         }
@@ -41,11 +51,11 @@ extension RESTService {
     }
 
     /// The link to the page starting at `offset`, keeping the other parameters.
-    func nextLink(_ request: HTTPRequest, offset: Int) -> String {
+    func nextLink(_ request: HTTPRequest, offset: Int, anchor: [JSONValue]? = nil) -> String {
         var parts = request.query.filter { $0.name != "after" && $0.name != "offset" }.map {
             "\(Self.escape($0.name))=\(Self.escape($0.value))"
         }
-        parts.append("after=\(ListQuery.cursor(offset))")
+        parts.append("after=\(ListQuery.cursor(offset, anchor: anchor))")
         return request.path + "?" + parts.joined(separator: "&")
     }
 
