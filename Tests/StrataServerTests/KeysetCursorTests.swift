@@ -77,6 +77,20 @@ import Testing
             #expect(
                 order == "order=price" ? keysets == 0 : keysets == paged.cursors.count, "\(order): \(paged.cursors)")
         }
+        // A cursor with `offset`: that many items further on, also across the nulls that follow
+        // the values (descending) or precede them (ascending), which are read as a second segment.
+        for order in ["order=year.desc", "order=year", "order=year,title.desc"] {
+            let all = try Self.pages(client, "/books?limit=1000&\(order)").ids
+            let paged = try Self.pages(client, "/books?limit=7&\(order)")
+            for (page, cursor) in paged.cursors.enumerated() where page % 2 == 0 {
+                for skip in [0, 3, 7, 11, 60] {
+                    let response = try client.send("GET", "/books?limit=7&\(order)&after=\(cursor)&offset=\(skip)")
+                    let ids = items(response).compactMap { $0["_id"]?.doubleValue.map { Int64($0) } }
+                    let start = min(all.count, 7 * (page + 1) + skip)
+                    #expect(ids == Array(all[start..<min(all.count, start + 7)]), "\(order), page \(page + 2), offset \(skip)")
+                }
+            }
+        }
         // A book inserted before the third page, sorting first: the pages after it do not shift
         // (offsets would repeat the last row of page two).
         let before = try Self.pages(client, "/books?limit=1000&order=year.desc").ids

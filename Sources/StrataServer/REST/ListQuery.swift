@@ -9,10 +9,10 @@ struct ListQuery {
     var limit = 50
     var offset = 0
     var countExact = false
-    /// With a keyset cursor that fits this request's order: the rows after the cursor's row,
-    /// which ``request(_:)`` adds to the predicates (and `offset` is then only the `offset`
-    /// parameter).
-    var keyset: FetchPredicate?
+    /// With a keyset cursor that fits this request's order: the rows after the cursor's row, in
+    /// one or two segments read in turn (see ``keyset(after:order:entity:model:objectID:)``);
+    /// `offset` is then only the `offset` parameter.
+    var keyset: [FetchPredicate] = []
     /// The position of the page's first item, as far as the cursor and `offset` tell (the cursor
     /// keeps it for a keyset that no longer fits).
     var position = 0
@@ -134,19 +134,19 @@ struct ListQuery {
         // the cursor's row wherever it now is. One that does not fit (another `order`, a value of
         // another type) leaves the position, so every cursor the pattern matches is taken.
         if let anchorText, let anchor = Self.decodeAnchor(anchorText),
-            let predicate = Self.keyset(after: anchor, order: order, entity: entity, model: model, objectID: objectID)
+            let segments = Self.keyset(after: anchor, order: order, entity: entity, model: model, objectID: objectID)
         {
-            keyset = predicate
+            keyset = segments
             offset = skip
         }
     }
 
-    /// The fetch request for these parameters; without the keyset, for counting every match.
-    func request(_ entity: String, keyset withKeyset: Bool = true) -> FetchRequest {
-        let all = predicates + (withKeyset ? keyset.map { [$0] } ?? [] : [])
+    /// The fetch request for these parameters, with one keyset segment (or none: every match).
+    func request(_ entity: String, segment: FetchPredicate? = nil) -> FetchRequest {
+        let all = predicates + (segment.map { [$0] } ?? [])
         return FetchRequest(
             entityName: entity, predicate: all.isEmpty ? nil : (all.count == 1 ? all[0] : .and(all)),
-            sortDescriptors: order, fetchLimit: limit, fetchOffset: withKeyset ? offset : 0)
+            sortDescriptors: order, fetchLimit: limit, fetchOffset: offset)
     }
 
     /// A cursor for the page starting at `offset`: `o` and the offset in decimal, base64url without
@@ -201,12 +201,13 @@ struct ListQuery {
 
     /// The rows after `anchor` in `order` (ties broken by id, as every store sorts): for each key,
     /// the rows past the anchor's value, or equal to it and past it on the next keys. The first
-    /// key also gives a range (`year <= 1999 AND (…)`) so that an index on it serves the page.
-    /// Nil when the anchor does not fit the order.
+    /// key also gives a range (`year <= 1999 AND (…)`) so that an index on it serves the page, and
+    /// where nulls of it follow (descending, or after a null anchor ascending) a second segment
+    /// for them: the page is read from the segments in turn. Nil when the anchor does not fit.
     static func keyset(
         after anchor: [JSONValue], order: [SortKey], entity: String, model: ObjectModel,
         objectID: (String, Int64) -> ObjectID?
-    ) -> FetchPredicate? {
+    ) -> [FetchPredicate]? {
         guard anchor.count == order.count + 1, case .integer(let pk) = anchor.last, let last = objectID(entity, pk)
         else { return nil }
         var keys: [(path: String, ascending: Bool, value: PredicateTerm, optional: Bool)] = []
@@ -234,9 +235,9 @@ struct ListQuery {
         func isNull(_ path: String, _ null: Bool) -> FetchPredicate {
             compare(path, null ? .equal : .notEqual, .constant(.null))
         }
-        // From the last key back: after(i) = past(i) OR (equal(i) AND after(i + 1)).
-        var after: FetchPredicate = .never
-        for (index, key) in keys.enumerated().reversed() {
+        // From the last key back to the second: after(i) = past(i) OR (equal(i) AND after(i + 1)).
+        var rest: FetchPredicate = .never
+        for (index, key) in keys.enumerated().reversed() where index > 0 {
             let isLast = index == keys.count - 1
             let nullAnchor: Bool = { if case .constant(.null) = key.value { true } else { false } }()
             let past: FetchPredicate
@@ -250,15 +251,24 @@ struct ListQuery {
                 past = !key.ascending && key.optional ? .or([beyond, isNull(key.path, true)]) : beyond
                 equal = compare(key.path, .equal, key.value)
             }
-            after = isLast ? past : .or([past, .and([equal, after])])
+            rest = isLast ? past : .or([past, .and([equal, rest])])
         }
-        // The leading range, for an index on the first key.
-        if let first = keys.first, keys.count > 1, case .constant(let value) = first.value, !value.isNull,
-            first.ascending || !first.optional
-        {
-            after = .and([compare(first.path, first.ascending ? .greaterOrEqual : .lessOrEqual, first.value), after])
+        // The first key gives the segments, in page order, each a range or an equality an index on
+        // it serves (an OR of a range and IS NULL would make SQLite sort every later row).
+        let first = keys[0]
+        if keys.count == 1 { return [compare(first.path, first.ascending ? .greater : .less, first.value)] }
+        if case .constant(.null) = first.value {
+            // Ascending, the rest of the nulls and then every non-null; descending, the nulls only.
+            let nulls = FetchPredicate.and([isNull(first.path, true), rest])
+            return first.ascending ? [nulls, isNull(first.path, false)] : [nulls]
         }
-        return after
+        let range = compare(first.path, first.ascending ? .greaterOrEqual : .lessOrEqual, first.value)
+        let beyond = compare(first.path, first.ascending ? .greater : .less, first.value)
+        let nonNull = FetchPredicate.and([
+            range, .or([beyond, .and([compare(first.path, .equal, first.value), rest])]),
+        ])
+        // Descending, the nulls come after every value.
+        return !first.ascending && first.optional ? [nonNull, isNull(first.path, true)] : [nonNull]
     }
 
     /// The offset of a cursor, for exactly the strings ``cursorPattern`` matches: the canonical

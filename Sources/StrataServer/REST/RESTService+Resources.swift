@@ -9,17 +9,13 @@ extension RESTService {
         let query = try ListQuery(
             request.query, entity: entity, model: model, limits: limits,
             objectID: { prototypeByEntity[$0]?.withPrimaryKey($1) })
-        var fetch = query.request(entity)
-        fetch.affectedStores = homeStores[entity]
-        // One more than the page tells whether there is a next page.
-        fetch.fetchLimit = query.limit + 1
         let rows: [StoreRow]
         var total: Int?
         do {
-            rows = try reads.fetch(fetch)
+            rows = try page(entity, query)
             if query.countExact {
-                var every = query.request(entity, keyset: false)
-                every.affectedStores = fetch.affectedStores
+                var every = query.request(entity)
+                every.affectedStores = homeStores[entity]
                 total = try reads.count(every)
             }
         } catch {
@@ -48,6 +44,28 @@ extension RESTService {
         if let total { JSONValue.writeInteger(Int64(total), to: &body) } else { body += Array("null".utf8) }
         body.append(UInt8(ascii: "}"))
         return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+    }
+
+    /// A page's rows and one more (which tells whether there is a next page): from the keyset's
+    /// segments in turn, `offset` skipping into them, or by position.
+    private func page(_ entity: String, _ query: ListQuery) throws(StoreError) -> [StoreRow] {
+        let segments: [FetchPredicate?] = query.keyset.isEmpty ? [nil] : query.keyset
+        var rows: [StoreRow] = []
+        var skip = query.offset
+        for segment in segments {
+            var fetch = query.request(entity, segment: segment)
+            fetch.affectedStores = homeStores[entity]
+            fetch.fetchLimit = query.limit + 1 - rows.count
+            fetch.fetchOffset = skip
+            let found = try reads.fetch(fetch)
+            rows += found
+            if rows.count > query.limit || segment == nil { break }
+            if skip > 0 {
+                // Nothing found: the segment held no more than `skip` rows, which the next skips less.
+                skip = found.isEmpty ? max(0, skip - (try reads.count(fetch))) : 0
+            }
+        }
+        return rows
     }
 
     /// The link to the page starting at `offset`, keeping the other parameters.

@@ -8,6 +8,7 @@ enum BenchCommand {
     static let usage = """
         usage: strata bench [--duration SECONDS] [--soak SECONDS] [--objects N] [--only library|http|postgresql]
                             [--postgresql URI] [--quick]
+               strata bench --scale [SIZES] [--plot FILE.svg] [--duration SECONDS] [--quick]
 
         Runs the library and HTTP benchmarks and prints a table with each scenario's throughput,
         p50/p99 latency, the baseline measured in the same run, and the ratio to its target.
@@ -24,6 +25,12 @@ enum BenchCommand {
           --only PART          run only the library, the HTTP or the PostgreSQL scenarios
           --postgresql URI     a libpq connection URI for the PostgreSQL scenarios (a schema
                                of their own is created and dropped)
+          --scale [SIZES]      instead, the costs that must stay flat as data grows: at each size
+                               (comma-separated book counts, default 10000,100000,1000000) a
+                               `strata serve` child over that many books: start-up to /ready,
+                               RSS, GET by id over every book, a list's first page against its
+                               1,000th (reached by its cursor)
+          --plot FILE.svg      with --scale: draw throughput and p99 against data size
           --quick              1 s runs, 10,000 objects, 10 s soak: a smoke test of the command,
                                which exits 0 whenever every scenario ran (the table still says
                                which targets were met); a full run exits 1 when one is missed
@@ -38,6 +45,10 @@ enum BenchCommand {
         var postgreSQL = true
         var postgresql: String?
         var quick = false
+        /// `--scale`: the sizes to measure, or nil for the usual scenarios.
+        var scaleSizes: [Int] = []
+        var scale = false
+        var plot: String?
     }
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -85,12 +96,30 @@ enum BenchCommand {
                 }
                 index += 1
                 settings.postgresql = arguments[index]
+            case "--scale":
+                settings.scale = true
+                if index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") {
+                    let sizes = arguments[index + 1].split(separator: ",").map { Int($0) }
+                    guard !sizes.isEmpty, sizes.allSatisfy({ ($0 ?? 0) >= 20 }) else {
+                        return fail("--scale takes comma-separated book counts of at least 20, e.g. 10000,100000")
+                    }
+                    settings.scaleSizes = sizes.compactMap { $0 }
+                    index += 1
+                }
+            case "--plot":
+                guard index + 1 < arguments.count else { return fail("--plot needs a file name") }
+                index += 1
+                settings.plot = arguments[index]
             default: return fail("unknown option '\(argument)'; see strata bench --help")
             }
             index += 1
         }
+        if settings.scale && settings.scaleSizes.isEmpty {
+            settings.scaleSizes = settings.quick ? [10_000, 20_000] : [10_000, 100_000, 1_000_000]
+        }
+        if settings.plot != nil && !settings.scale { return fail("--plot goes with --scale") }
         let wrk = Wrk.find()
-        if settings.http || settings.postgreSQL, wrk == nil {
+        if settings.http || settings.postgreSQL || settings.scale, wrk == nil {
             return fail("wrk is not installed: apt-get install wrk")
         }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(UUID().uuidString)")
@@ -98,6 +127,15 @@ enum BenchCommand {
         var table = BenchTable()
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            if settings.scale, let wrk {
+                let points = try ScaleBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
+                if let plot = settings.plot {
+                    try Data(ScalePlot.svg(points).utf8).write(to: URL(fileURLWithPath: plot))
+                    table.notes.append("plot: \(plot)")
+                }
+                print(table.render())
+                return table.allTargetsMet || settings.quick ? 0 : 1
+            }
             if settings.library {
                 printError("bench: library scenarios (\(settings.objects) objects)…")
                 try LibraryBench(folder: folder, objects: settings.objects).run(into: &table)

@@ -1,0 +1,230 @@
+import Foundation
+import Strata
+import StrataServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `strata bench --scale`: the costs that must stay flat as data grows, at several sizes. Each
+/// size is a fresh catalogue of that many books, served by a `strata serve` child process (so its
+/// start-up time and resident memory are its own): start-up to `/ready`, RSS after start-up and
+/// after the load, GET by id over every book, and a list's first page against its 1,000th page
+/// reached through the `next` cursor.
+struct ScaleBench {
+    let folder: URL
+    let wrk: Wrk
+    let settings: BenchCommand.Settings
+
+    /// What one size measured.
+    struct Point {
+        var books: Int
+        var startupMilliseconds: Double
+        var rssAfterStartup: Int
+        var rssAfterLoad: Int
+        var getByID: Wrk.Result
+        var firstPage: Wrk.Result
+        var deepPage: Wrk.Result
+        var deepPageNumber: Int
+    }
+
+    /// The list the pages come from: ten books a page, newest year first.
+    static let listPath = "/books?order=year.desc&limit=10"
+
+    func run(into table: inout BenchTable) throws -> [Point] {
+        var points: [Point] = []
+        for books in settings.scaleSizes {
+            printError("bench: scale, \(books) books…")
+            points.append(try measure(books: books))
+        }
+        guard let smallest = points.first else { return points }
+        for point in points {
+            let size = Self.sizeLabel(point.books)
+            var get = BenchTable.Row(
+                scenario: "scale \(size): GET /books/{id}", connections: "64",
+                throughput: point.getByID.requestsPerSecond, unit: "req/s", p50: point.getByID.p50,
+                p99: point.getByID.p99, baseline: "same at \(Self.sizeLabel(smallest.books))",
+                baselineValue: smallest.getByID.requestsPerSecond, target: nil, note: point.getByID.errors)
+            if point.books != smallest.books {
+                // Within 20% of the smallest size's throughput.
+                get.target = (point.getByID.requestsPerSecond / smallest.getByID.requestsPerSecond, 0.8, nil)
+            }
+            table.rows.append(get)
+            table.rows.append(
+                BenchTable.Row(
+                    scenario: "scale \(size): list page \(point.deepPageNumber) (cursor)", connections: "64",
+                    throughput: point.deepPage.requestsPerSecond, unit: "req/s", p50: point.deepPage.p50,
+                    p99: point.deepPage.p99, baseline: "page 1", baselineValue: point.firstPage.requestsPerSecond,
+                    // Within 2× of the first page: at least half its throughput.
+                    target: (point.deepPage.requestsPerSecond / point.firstPage.requestsPerSecond, 0.5, nil),
+                    note: point.deepPage.errors))
+            table.rows.append(
+                BenchTable.Row(
+                    scenario: "scale \(size): start-up to /ready", connections: "",
+                    throughput: point.startupMilliseconds,
+                    unit: "ms", p50: "", p99: "", baseline: "", baselineValue: nil, target: nil))
+            var rss = BenchTable.Row(
+                scenario: "scale \(size): server RSS after load", connections: "",
+                throughput: Double(point.rssAfterLoad) / 1_048_576, unit: "MiB", p50: "", p99: "",
+                baseline: "same at \(Self.sizeLabel(smallest.books))",
+                baselineValue: Double(smallest.rssAfterLoad) / 1_048_576, target: nil)
+            if point.books != smallest.books {
+                // Bounded caches: memory does not follow the number of stored objects.
+                rss.target = (Double(point.rssAfterLoad) / Double(max(smallest.rssAfterLoad, 1)), nil, 1.5)
+            }
+            table.rows.append(rss)
+            table.notes.append(
+                String(
+                    format: "scale %@: start-up %.0f ms, RSS %.1f MiB after start-up and %.1f MiB after the load",
+                    size, point.startupMilliseconds, Double(point.rssAfterStartup) / 1_048_576,
+                    Double(point.rssAfterLoad) / 1_048_576))
+        }
+        return points
+    }
+
+    /// One size: seed, serve, measure, stop.
+    private func measure(books: Int) throws -> Point {
+        let directory = folder.appendingPathComponent("scale-\(books)")
+        try seed(books: books, directory: directory)
+        let port = try Self.freePort()
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = [
+            "serve", "--port", "\(port)", "--data-dir", directory.path, "--max-connections", "4096",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let started = DispatchTime.now().uptimeNanoseconds
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        var ready = false
+        for _ in 0..<6_000 {
+            if Self.get(port: port, path: "/ready")?.status == 200 {
+                ready = true
+                break
+            }
+            usleep(5_000)
+        }
+        guard ready else { throw BenchError("strata serve over \(books) books did not become ready in 30 s") }
+        let startup = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+        let rssAfterStartup = Self.residentBytes(of: process.processIdentifier)
+        let base = "http://127.0.0.1:\(port)"
+        let seconds = settings.duration
+        let getByID = try wrk.run(
+            url: base, connections: 64, seconds: seconds,
+            script: "request = function() return wrk.format('GET', '/books/' .. math.random(1, \(books))) end",
+            folder: folder)
+        let firstPage = try wrk.run(
+            url: base + Self.listPath, connections: 64, seconds: seconds, script: "", folder: folder)
+        // The 1,000th page's cursor, from the `next` link of the page before it.
+        let pages = books / 10
+        let deepPageNumber = max(2, min(1_000, pages))
+        guard let before = Self.get(port: port, path: Self.listPath + "&offset=\((deepPageNumber - 2) * 10)"),
+            before.status == 200,
+            let next = (try? JSONValue.parse(Array(before.body.utf8)))?.objectValue?["next"]?.stringValue
+        else {
+            throw BenchError("no next link before page \(deepPageNumber) over \(books) books")
+        }
+        let deepPage = try wrk.run(url: base + next, connections: 64, seconds: seconds, script: "", folder: folder)
+        let rssAfterLoad = Self.residentBytes(of: process.processIdentifier)
+        return Point(
+            books: books, startupMilliseconds: startup, rssAfterStartup: rssAfterStartup, rssAfterLoad: rssAfterLoad,
+            getByID: getByID, firstPage: firstPage, deepPage: deepPage, deepPageNumber: deepPageNumber)
+    }
+
+    /// `books` books (years 1900–2019, as the HTTP scenarios' seed) in a fresh catalogue, written
+    /// through the library in commits of 20,000.
+    private func seed(books: Int, directory: URL) throws {
+        var options = ServerOptions()
+        options.port = 0
+        options.dataDirectory = directory.path
+        let server = StrataServerInstance(model: try ObjectModel.example, options: options, log: { _ in })
+        try server.start()
+        defer { server.stop() }
+        guard let service = server.restService else { throw BenchError("the server has no REST service") }
+        var made = 0
+        while made < books {
+            let context = service.root.newChildContext()
+            for index in made..<min(books, made + 20_000) {
+                _ = try context.insert(
+                    "Book", values: ["title": .string("Book \(index)"), "year": .integer(Int64(1900 + index % 120))])
+            }
+            try service.root.commit(context)
+            made = min(books, made + 20_000)
+        }
+    }
+
+    /// `10k`, `1M`.
+    static func sizeLabel(_ books: Int) -> String {
+        if books >= 1_000_000, books % 1_000_000 == 0 { return "\(books / 1_000_000)M" }
+        if books >= 1_000, books % 1_000 == 0 { return "\(books / 1_000)k" }
+        return "\(books)"
+    }
+
+    /// A free loopback port.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw BenchError("no socket") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                Glibc.bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw BenchError("no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A plain HTTP/1.1 GET on loopback: the status and the body (up to 1 MiB), nil when nothing
+    /// answers.
+    static func get(port: Int, path: String) -> (status: Int, body: String)? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { return nil }
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+        guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else { return nil }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while response.count < 1_048_576 {
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { break }
+            response += buffer[0..<count]
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        guard let head = text.range(of: "\r\n\r\n"),
+            let status = Int(text.split(separator: " ", maxSplits: 2).dropFirst().first ?? "")
+        else { return nil }
+        return (status, String(text[head.upperBound...]))
+    }
+
+    /// The resident memory of process `pid`, from /proc.
+    static func residentBytes(of pid: Int32) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return (Int(line.split(separator: " ").dropFirst().first { !$0.isEmpty }.map(String.init) ?? "") ?? 0)
+                * 1024
+        }
+        return 0
+    }
+}
