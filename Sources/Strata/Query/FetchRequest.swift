@@ -51,9 +51,15 @@ public struct FetchRequest: Sendable, Hashable {
 }
 
 extension FetchRequest {
+    /// Whether ties are broken by ascending object ID: the last sort key's direction (ascending
+    /// without keys). `ORDER BY year DESC, _pk DESC` is an index on `year` read backwards, where
+    /// `_pk ASC` made SQLite sort each run of equal years before it could stop at the limit.
+    public var tiesAscending: Bool { sortDescriptors.last?.ascending ?? true }
+
     /// Whether `lhs` comes before `rhs` in this request's order: by its sort keys, ties broken by
-    /// ``ObjectID/precedes(_:_:)``. Every store, the coordinator across stores and contexts over
-    /// their unsaved objects sort with this one comparator, so a page is the same wherever it is cut.
+    /// ``ObjectID/precedes(_:_:)`` in the direction of the last key (``tiesAscending``). Every
+    /// store, the coordinator across stores and contexts over their unsaved objects sort with this
+    /// one comparator, so a page is the same wherever it is cut.
     func sortsBefore(_ lhs: StoreRow, _ rhs: StoreRow) -> Bool {
         for descriptor in sortDescriptors {
             if descriptor.key == SortKey.objectKey {
@@ -66,7 +72,8 @@ extension FetchRequest {
             )
             if order != 0 { return descriptor.ascending ? order < 0 : order > 0 }
         }
-        return ObjectID.precedes(lhs.id, rhs.id)
+        if lhs.id == rhs.id { return false }
+        return ObjectID.precedes(lhs.id, rhs.id) == tiesAscending
     }
 
     /// The part of sorted `rows` this request's offset and limit select.

@@ -56,7 +56,7 @@ extension SQLiteStore {
             if descriptor.caseInsensitive && attribute.type == .string { column = "strata_fold(\(column), 1)" }
             order.append("\(column) \(descriptor.ascending ? "ASC" : "DESC")")
         }
-        order.append("\(alias).\"_pk\" ASC")
+        order.append("\(alias).\"_pk\" \(request.tiesAscending ? "ASC" : "DESC")")
         let columns = ["_pk", "_entity", "_version"] + table.columns.map(\.name)
         var sql = "SELECT " + columns.map { "\(alias).\(SQLiteSchema.quote($0))" }.joined(separator: ", ")
         sql += " \(from) ORDER BY \(order.joined(separator: ", "))"

@@ -153,11 +153,11 @@ struct ListQuery {
     /// padding; with `anchor` (the last row's sort values and id), `.` and the anchor as JSON in
     /// base64url, when it is short enough.
     static func cursor(_ offset: Int, anchor: [JSONValue]? = nil) -> String {
-        let position = base64URL(Data("o\(offset)".utf8))
+        let position = base64URL("o\(offset)".utf8)
         guard let anchor else { return position }
         let json = JSONValue.array(anchor).jsonText
         guard json.utf8.count <= maxAnchorBytes else { return position }
-        return position + "." + base64URL(Data(json.utf8))
+        return position + "." + base64URL(json.utf8)
     }
 
     /// The longest anchor a cursor carries (longer sort values page by position).
@@ -167,9 +167,7 @@ struct ListQuery {
 
     /// The anchor of a cursor: the JSON array its text encodes, or nil when it is not one.
     static func decodeAnchor(_ text: String) -> [JSONValue]? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), let value = try? JSONValue.parse(Array(data), maxDepth: 2)
+        guard let bytes = base64URLDecoded(text), let value = try? JSONValue.parse(bytes, maxDepth: 2)
         else { return nil }
         return value.arrayValue
     }
@@ -199,7 +197,7 @@ struct ListQuery {
         .string, .integer16, .integer32, .integer64, .double, .float, .boolean, .date, .uuid, .uri,
     ]
 
-    /// The rows after `anchor` in `order` (ties broken by id, as every store sorts): for each key,
+    /// The rows after `anchor` in `order` (ties broken by id as every store sorts them): for each key,
     /// the rows past the anchor's value, or equal to it and past it on the next keys. The first
     /// key also gives a range (`year <= 1999 AND (…)`) so that an index on it serves the page, and
     /// where nulls of it follow (descending, or after a null anchor ascending) a second segment
@@ -228,7 +226,8 @@ struct ListQuery {
             if case .double(let number) = value, number.isNaN { return nil }
             keys.append((key.key, key.ascending, .constant(value), attribute.isOptional))
         }
-        keys.append(("SELF", true, .object(last), false))
+        // Ties by id, in the last key's direction (``FetchRequest/tiesAscending``).
+        keys.append(("SELF", order.last?.ascending ?? true, .object(last), false))
         func compare(_ path: String, _ op: ComparisonOperator, _ value: PredicateTerm) -> FetchPredicate {
             .comparison(Comparison(.keyPath(path), op, value))
         }
@@ -282,9 +281,7 @@ struct ListQuery {
             else { return nil }
             text = cursor[..<dot]
         }
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), data.first == UInt8(ascii: "o"),
+        guard let data = base64URLDecoded(text), data.first == UInt8(ascii: "o"),
             (2...17).contains(data.count), data.dropFirst().allSatisfy({ (0x30...0x39).contains($0) }),
             let offset = Int(String(decoding: data.dropFirst(), as: UTF8.self)),
             base64URL(data) == String(text)
@@ -297,10 +294,56 @@ struct ListQuery {
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// `data` in base64url without padding.
-    private static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+    private static func base64URL<Bytes: Collection<UInt8>>(_ data: Bytes) -> String {
+        let alphabet = base64URLAlphabet
+        var out: [UInt8] = []
+        out.reserveCapacity((data.count * 4 + 2) / 3)
+        var iterator = data.makeIterator()
+        while let first = iterator.next() {
+            let second = iterator.next()
+            let third = iterator.next()
+            let bits = UInt32(first) << 16 | UInt32(second ?? 0) << 8 | UInt32(third ?? 0)
+            out.append(alphabet[Int(bits >> 18 & 63)])
+            out.append(alphabet[Int(bits >> 12 & 63)])
+            if second != nil { out.append(alphabet[Int(bits >> 6 & 63)]) }
+            if third != nil { out.append(alphabet[Int(bits & 63)]) }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
+
+    /// The bytes of base64url text, by hand (Foundation's string replacing was most of a cursor's
+    /// cost); nil for anything else, and for a length no encoding has.
+    private static func base64URLDecoded<Text: StringProtocol>(_ text: Text) -> [UInt8]? {
+        var values: [UInt8] = []
+        values.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): values.append(byte - UInt8(ascii: "A"))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): values.append(byte - UInt8(ascii: "a") + 26)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): values.append(byte - UInt8(ascii: "0") + 52)
+            case UInt8(ascii: "-"): values.append(62)
+            case UInt8(ascii: "_"): values.append(63)
+            default: return nil
+            }
+        }
+        guard values.count % 4 != 1 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(values.count * 3 / 4)
+        var index = 0
+        while index < values.count {
+            let chunk = values[index..<min(values.count, index + 4)]
+            var bits: UInt32 = 0
+            for (offset, value) in chunk.enumerated() { bits |= UInt32(value) << (18 - 6 * UInt32(offset)) }
+            out.append(UInt8(bits >> 16 & 0xFF))
+            if chunk.count > 2 { out.append(UInt8(bits >> 8 & 0xFF)) }
+            if chunk.count > 3 { out.append(UInt8(bits & 0xFF)) }
+            index += 4
+        }
+        return out
+    }
+
+    private static let base64URLAlphabet = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// The regular expression (ECMA-262, as OpenAPI's `pattern`) of every cursor ``decodeCursor(_:)``
     /// takes, so that a client generator or a schema-driven tester sends only cursors this server
