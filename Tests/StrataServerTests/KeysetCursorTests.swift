@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataHTTP
 import StrataTestSupport
 import Testing
 
@@ -109,5 +110,31 @@ import Testing
         #expect(field(elsewhere, "total") == .integer(62))
         let same = try client.send("GET", "/books?limit=7&order=year.desc&after=\(cursor)&count=exact")
         #expect(field(same, "total") == .integer(62))
+    }
+
+    /// Which lists are answered on the polling thread: pages read through an index the model
+    /// declares (Book's `year` index, the `title`+`author` uniqueness) or by id; anything that may
+    /// read many rows goes to a handler thread.
+    @Test func cheapListsAreAnsweredInlineAndTheRestOnAHandlerThread() throws {
+        let fixture = try ServerFixture()
+        let service = try #require(fixture.server.restService)
+        func dispatch(_ query: [(String, String)], accept: String? = nil) -> HTTPDispatch {
+            service.dispatch(
+                for: HTTPRequest(
+                    method: "GET", path: "/books", query: query.map { (name: $0.0, value: $0.1) },
+                    headers: accept.map { ["accept": $0] } ?? [:]))
+        }
+        let inline: [[(String, String)]] = [
+            [], [("year", "gt.2000"), ("order", "year.desc"), ("limit", "20")], [("order", "_id.desc")],
+            [("title", "like.Dune*"), ("order", "title")], [("after", ListQuery.cursor(40)), ("limit", "100")],
+            [("offset", "1000")], [("_id", "in.(1,2)")],
+        ]
+        let pooled: [[(String, String)]] = [
+            [("where", "year > 2000")], [("count", "exact")], [("pages", "gt.100")], [("order", "pages")],
+            [("limit", "101")], [("offset", "1001")], [("order", "rating,year")],
+        ]
+        for query in inline { #expect(dispatch(query) == .inline, "\(query)") }
+        for query in pooled { #expect(dispatch(query) == .pool, "\(query)") }
+        #expect(dispatch([], accept: "text/html") == .pool)
     }
 }

@@ -23,6 +23,9 @@ public final class RESTService: Sendable {
     let remoteEntities: Set<String>
     /// Each entity's resource path segment (the inverse of `resources`).
     let pathByEntity: [String: String]
+    /// For each entity, the attributes an index the model declares starts with (its own and its
+    /// ancestors' fetch indexes and uniqueness constraints): what a cheap list filters and sorts by.
+    let leadingIndexed: [String: Set<String>]
     /// An ID of each entity in its store, to make others from (`withPrimaryKey`).
     let prototypeByEntity: [String: ObjectID]
     /// For an entity several stores hold, the one store it is served from (lists search only it).
@@ -85,6 +88,18 @@ public final class RESTService: Sendable {
         self.resources = resources
         self.homeStores = homeStores
         pathByEntity = Dictionary(resources.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        var leading: [String: Set<String>] = [:]
+        for entity in reads.model.entityNames {
+            var names = Set<String>()
+            var current: String? = entity
+            while let name = current, let description = reads.model.entity(named: name) {
+                for index in description.indexes { if let first = index.properties.first { names.insert(first) } }
+                for unique in description.uniqueness { if let first = unique.first { names.insert(first) } }
+                current = description.parent
+            }
+            leading[entity] = names
+        }
+        leadingIndexed = leading
         prototypeByEntity = prototypes
         let shared = reads.storeSummaries.filter { $0.type == .postgresql }.flatMap(\.entityNames)
         remoteEntities = Set(shared)
@@ -138,7 +153,7 @@ public final class RESTService: Sendable {
         let method = request.method == "HEAD" ? "GET" : request.method
         let route = Route(path: request.path, resources: resources)
         switch (method, route) {
-        case ("GET", .index), ("GET", .item): if Self.wantsHTML(request) { return .pool }
+        case ("GET", .index), ("GET", .item), ("GET", .collection): if Self.wantsHTML(request) { return .pool }
         default: break
         }
         switch (method, route) {
@@ -147,10 +162,35 @@ public final class RESTService: Sendable {
         case ("GET", .index), ("GET", .live), ("GET", .ready), ("GET", .metrics), ("GET", .item), ("GET", .unknown),
             ("GET", .docs):
             return .inline
+        case ("GET", .collection(let entity)) where !remoteEntities.contains(entity):
+            return isCheapList(request, entity) ? .inline : .pool
         case ("POST", .collection), ("POST", .bulk), ("PATCH", .item), ("PUT", .item), ("DELETE", .item):
             return .deferred
         default: return .pool
         }
+    }
+
+    /// Whether a list request is answered on the polling thread: a page of at most 100 (the
+    /// default 50) read through an index the model declares or by id, so that it costs about as
+    /// much as a few reads by id. Filters on indexed attributes or `_id`, `order` by `_id` or
+    /// starting with an indexed attribute, no `where`, named query or `count`, an `offset` of at
+    /// most 1,000 (a cursor costs what the first page costs). Anything else may read many rows
+    /// and runs on a handler thread, so that it never holds up the other connections.
+    func isCheapList(_ request: HTTPRequest, _ entity: String) -> Bool {
+        let indexed = leadingIndexed[entity] ?? []
+        for (name, value) in request.query {
+            switch name {
+            case "limit": guard let limit = Int(value), limit <= 100 else { return false }
+            case "offset": guard let offset = Int(value), offset <= 1_000 else { return false }
+            case "after": continue
+            case "order":
+                guard let first = value.split(separator: ",").first?.split(separator: ".").first else { return false }
+                guard first == Substring(ObjectCodec.idKey) || indexed.contains(String(first)) else { return false }
+            case "where", "count", "query": return false
+            default: guard name == ObjectCodec.idKey || indexed.contains(name) else { return false }
+            }
+        }
+        return true
     }
 
     /// Whether `request` is a write this server takes (a POST to a collection or `/_batch`, a PATCH,
