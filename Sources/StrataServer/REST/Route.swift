@@ -26,8 +26,22 @@ enum Route: Equatable {
     /// Parses a decoded path against the model's resource paths.
     init(path: String, resources: [String: String]) {
         var trimmed = Substring(path)
-        if trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-        let parts = trimmed.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        if trimmed.utf8.count > 1, trimmed.utf8.last == UInt8(ascii: "/") { trimmed = trimmed.dropLast() }
+        // The segments after the first slash, at most four (more is no route): by UTF-8 bytes,
+        // as this runs for every request.
+        var parts: [Substring] = []
+        parts.reserveCapacity(4)
+        if let slash = trimmed.utf8.firstIndex(of: UInt8(ascii: "/")) {
+            var rest = trimmed[trimmed.index(after: slash)...]
+            while parts.count < 4 {
+                guard let next = rest.utf8.firstIndex(of: UInt8(ascii: "/")) else {
+                    parts.append(rest)
+                    break
+                }
+                parts.append(rest[..<next])
+                rest = rest[rest.index(after: next)...]
+            }
+        }
         guard let first = parts.first, !(parts.count == 1 && first.isEmpty) else {
             self = .index
             return
