@@ -183,8 +183,9 @@ struct OpenAPIBuilder {
         else has (412 otherwise), or in `If-None-Match` to read it only if it changed (304 otherwise).
 
         Lists answer `{"items": [...], "next": ..., "total": ...}`, 50 items by default (`limit`, up to 1000); \
-        `next` is the path of the following page, with an `after` cursor. `offset` skips items instead, and \
-        `count=exact` fills in `total`.
+        `next` is the path of the following page, with an `after` cursor that holds the last item's sort values \
+        and id, so pages do not shift when objects are added before them. `offset` skips items (past the \
+        cursor when both are given), and `count=exact` fills in `total`.
 
         Errors are RFC 9457 problems (`application/problem+json`), with `errors` naming each failing field. \
         A request body larger than the server's limit (1 MiB by default) gets 413, and every path but `/live` \
