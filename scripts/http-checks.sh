@@ -9,7 +9,7 @@
 #   4. openapi-generator-cli generates the python and typescript-fetch clients without errors;
 #      Debian's tsc compiles the TypeScript client with no error, together with
 #      scripts/client_roundtrip.ts, which then runs a round trip under Node;
-#   5. schemathesis runs its default checks over every operation (scripts/schemathesis.toml),
+#   5. schemathesis runs every check (--checks all) over every operation (scripts/schemathesis.toml),
 #      then again against a second server whose Catalog store is in PostgreSQL (a pg_virtualenv
 #      cluster), against a server with bearer tokens and the document that declares them, and
 #      against servers of two other models (the Zoo Core Data fixture and Tests/Fixtures/Models/Clinic.json);
@@ -186,7 +186,7 @@ schemathesis() {
     local seed=()
     if [ -n "${SCHEMATHESIS_SEED:-}" ]; then seed=(--seed "$SCHEMATHESIS_SEED"); fi
     # `timeout` bounds the run; schemathesis' own --max-time would instead repeat until it is spent.
-    timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run openapi.yaml --url "$base" \
+    timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run openapi.yaml --checks all --url "$base" \
         --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-25}" --request-timeout 10 --no-color \
         --generation-database none "${seed[@]}"
 }
@@ -207,7 +207,7 @@ set -u
 pid=\$!
 for _ in \$(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$pg_port/ready" && break; sleep 0.1; done
 curl -s "http://127.0.0.1:$pg_port/" | grep -q '"type":"postgresql"' || { echo "the Catalog store is not in PostgreSQL"; cat "$work/pg-server.log"; kill \$pid; exit 1; }
-timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run openapi.yaml --url "http://127.0.0.1:$pg_port" \
+timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run openapi.yaml --checks all --url "http://127.0.0.1:$pg_port" \
     --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-25}" --request-timeout 10 --no-color --generation-database none
 status=\$?
 kill -TERM \$pid
@@ -232,7 +232,7 @@ schemathesis_bearer() {
     for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$bearer_port/ready" && break; sleep 0.1; done
     curl -s "http://127.0.0.1:$bearer_port/openapi.yaml" | cmp -s - "$work/bearer.yaml" \
         || { echo "the served document is not strata openapi --bearer"; kill $pid; return 1; }
-    timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run "$work/bearer.yaml" \
+    timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run "$work/bearer.yaml" --checks all \
         --url "http://127.0.0.1:$bearer_port" -H "Authorization: Bearer $secret" \
         --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-25}" --request-timeout 10 --no-color --generation-database none
     status=$?
@@ -254,7 +254,7 @@ schemathesis_model() {
         >"$work/model-$model_port.log" 2>&1 &
     pid=$!
     for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$model_port/ready" && break; sleep 0.1; done
-    timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run "http://127.0.0.1:$model_port/openapi.json" \
+    timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run "http://127.0.0.1:$model_port/openapi.json" --checks all \
         --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-25}" --request-timeout 10 --no-color --generation-database none
     status=$?
     kill -TERM $pid
