@@ -88,7 +88,9 @@ import Testing
                     let response = try client.send("GET", "/books?limit=7&\(order)&after=\(cursor)&offset=\(skip)")
                     let ids = items(response).compactMap { $0["_id"]?.doubleValue.map { Int64($0) } }
                     let start = min(all.count, 7 * (page + 1) + skip)
-                    #expect(ids == Array(all[start..<min(all.count, start + 7)]), "\(order), page \(page + 2), offset \(skip)")
+                    #expect(
+                        ids == Array(all[start..<min(all.count, start + 7)]),
+                        "\(order), page \(page + 2), offset \(skip)")
                 }
             }
         }
