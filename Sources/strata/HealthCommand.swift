@@ -33,26 +33,12 @@ enum HealthCommand {
             }
             index += 2
         }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return 1 }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 3, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
+        guard let fd = Loopback.connect(port: port, seconds: 3) else {
             printError("strata health: nothing listens on 127.0.0.1:\(port)")
             return 1
         }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+        defer { close(fd) }
+        let request = Loopback.getRequest(path)
         var buffer = [UInt8](repeating: 0, count: 512)
         var count = 0
         // A server given a certificate (STRATA_TLS_CERT, as the container passes it) speaks HTTPS.

@@ -33,10 +33,10 @@ import Testing
     }
 
     @Test func signPatternsMatchWhatTheServerReads() {
-        let any = Self.regex(OpenAPIBuilder.decimalPattern)
-        let nonNegative = Self.regex(OpenAPIBuilder.nonNegativeDecimalPattern)
-        let nonPositive = Self.regex(OpenAPIBuilder.nonPositiveDecimalPattern)
-        let zero = Self.regex(OpenAPIBuilder.zeroDecimalPattern)
+        let any = Self.regex(AttributeValue.decimalPattern)
+        let nonNegative = Self.regex(AttributeValue.nonNegativeDecimalPattern)
+        let nonPositive = Self.regex(AttributeValue.nonPositiveDecimalPattern)
+        let zero = Self.regex(AttributeValue.zeroDecimalPattern)
         var read = 0
         for text in Self.samples {
             let value = AttributeValue.parseDecimal(text)

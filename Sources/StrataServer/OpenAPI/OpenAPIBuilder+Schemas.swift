@@ -12,11 +12,6 @@ enum SchemaMode {
 }
 
 extension OpenAPIBuilder {
-    /// The regular expressions of decimals written as strings, as the server reads them.
-    static let decimalPattern = AttributeValue.decimalPattern
-    static let nonNegativeDecimalPattern = AttributeValue.nonNegativeDecimalPattern
-    static let nonPositiveDecimalPattern = AttributeValue.nonPositiveDecimalPattern
-    static let zeroDecimalPattern = AttributeValue.zeroDecimalPattern
     /// A decimal as the server writes it (`Decimal`'s description): plain digits, no exponent, of
     /// any length (a stored value may have more digits than a request may send).
     static let decimalOutputPattern = #"^-?[0-9]+(\.[0-9]+)?$"#
@@ -227,7 +222,7 @@ extension OpenAPIBuilder {
                 notes.append("An exact decimal number, written as a string.")
                 return ["type": "string", "pattern": .string(Self.decimalOutputPattern)]
             }
-            let text: OpenAPINode = ["type": "string", "pattern": .string(Self.decimalPattern)]
+            let text: OpenAPINode = ["type": "string", "pattern": .string(AttributeValue.decimalPattern)]
             notes.append(
                 "An exact decimal number, written as a string such as \"9.99\"; a JSON integer is accepted too.")
             if let value = attribute.minValue { notes.append("At least \(Self.plain(value)).") }
@@ -238,9 +233,9 @@ extension OpenAPIBuilder {
             let maximum = Self.number(attribute.maxValue)
             var textForm = text
             switch (minimum == 0, maximum == 0) {
-            case (true, true): textForm.set("pattern", .string(Self.zeroDecimalPattern))
-            case (true, false): textForm.set("pattern", .string(Self.nonNegativeDecimalPattern))
-            case (false, true): textForm.set("pattern", .string(Self.nonPositiveDecimalPattern))
+            case (true, true): textForm.set("pattern", .string(AttributeValue.zeroDecimalPattern))
+            case (true, false): textForm.set("pattern", .string(AttributeValue.nonNegativeDecimalPattern))
+            case (false, true): textForm.set("pattern", .string(AttributeValue.nonPositiveDecimalPattern))
             case (false, false): break
             }
             var integerForm: OpenAPINode = ["type": "integer", "format": "int64"]

@@ -181,9 +181,7 @@ struct ListQuery {
                 values.append(.integer(row.id.primaryKey ?? 0))
                 continue
             }
-            guard let attribute = model.attribute(key.key, of: entity), keysetTypes.contains(attribute.type),
-                !key.caseInsensitive
-            else { return nil }
+            guard keysetAttribute(key, entity: entity, model: model) != nil else { return nil }
             let value = row[attribute: key.key]
             if case .double(let number) = value, number.isNaN { return nil }
             values.append(value.json)
@@ -196,6 +194,15 @@ struct ListQuery {
     static let keysetTypes: Set<AttributeType> = [
         .string, .integer16, .integer32, .integer64, .double, .float, .boolean, .date, .uuid, .uri,
     ]
+
+    /// The attribute a sort key orders by, when a keyset can carry it: one of ``keysetTypes``,
+    /// compared case-sensitively.
+    private static func keysetAttribute(_ key: SortKey, entity: String, model: ObjectModel) -> AttributeDescription? {
+        guard !key.caseInsensitive, let attribute = model.attribute(key.key, of: entity),
+            keysetTypes.contains(attribute.type)
+        else { return nil }
+        return attribute
+    }
 
     /// The rows after `anchor` in `order` (ties broken by id as every store sorts them): for each key,
     /// the rows past the anchor's value, or equal to it and past it on the next keys. The first
@@ -214,9 +221,7 @@ struct ListQuery {
                 keys.append(("SELF", key.ascending, .object(object), false))
                 continue
             }
-            guard let attribute = model.attribute(key.key, of: entity), keysetTypes.contains(attribute.type),
-                !key.caseInsensitive
-            else { return nil }
+            guard let attribute = keysetAttribute(key, entity: entity, model: model) else { return nil }
             if json.isNull {
                 keys.append((key.key, key.ascending, .constant(.null), true))
                 continue
@@ -289,8 +294,7 @@ struct ListQuery {
     }
 
     /// The bytes of base64url text.
-    static let base64URLBytes = Set(
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    static let base64URLBytes = Set(base64URLAlphabet)
 
     /// `data` in base64url without padding.
     private static func base64URL<Bytes: Collection<UInt8>>(_ data: Bytes) -> String {

@@ -13,7 +13,7 @@ extension RESTService {
         var total: Int?
         // Taken before the rows are read: a rendering is kept only if no save changed the entity
         // since (as GET by id does).
-        let generation = readCache.lookup(entity, 0).generation
+        let generation = readCache.generation(of: entity)
         do {
             rows = try page(entity, query)
             if query.countExact {

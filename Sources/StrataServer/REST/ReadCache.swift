@@ -71,6 +71,13 @@ final class ReadCache: Sendable {
         return shelf.withLock { ($0.entries[key], $0.generation) }
     }
 
+    /// The generation of `entity`'s cached objects, to pass to ``store(_:_:_:generation:)`` for
+    /// rows read after it (a list's page).
+    func generation(of entity: String) -> UInt64 {
+        guard limit > 0, let shelf = shelves[entity] else { return 0 }
+        return shelf.withLock { $0.generation }
+    }
+
     /// Caches object `key` read as `entity`, unless its entity changed since `generation`.
     func store(_ entity: String, _ key: Int64, _ entry: Entry, generation: UInt64) {
         guard limit > 0, let shelf = shelves[entity] else { return }

@@ -266,24 +266,39 @@ struct HTTPBench {
                 target: (Double(after) / Double(max(warm, 1)), nil, 1.1)))
     }
 
-    /// Authors, books and tags to read and patch.
+    /// An author and its books to read and patch.
     static func seed(_ server: StrataServerInstance) throws {
+        try seedBooks(server, count: Self.seedBooks, author: true)
+    }
+
+    /// `count` books `Book 0`, `Book 1`, … with years 1900–2019, in commits of 20,000; with
+    /// `author`, all of one author.
+    static func seedBooks(_ server: StrataServerInstance, count: Int, author: Bool) throws {
         guard let service = server.restService else { throw BenchError("the server has no REST service") }
-        let context = service.root.newChildContext()
-        let author = try context.insert("Author", values: ["name": .string("Bench Author")])
-        for index in 0..<Self.seedBooks {
-            let book = try context.insert(
-                "Book", values: ["title": .string("Book \(index)"), "year": .integer(Int64(1900 + index % 120))])
-            try book.setObject(author, forKey: "author")
+        if author {
+            let context = service.root.newChildContext()
+            _ = try context.insert("Author", values: ["name": .string("Bench Author")])
+            try service.root.commit(context)
         }
-        try service.root.commit(context)
+        var made = 0
+        while made < count {
+            let context = service.root.newChildContext()
+            let writer = author ? try context.fetch(FetchRequest(entityName: "Author")).first : nil
+            for index in made..<min(count, made + 20_000) {
+                let book = try context.insert(
+                    "Book", values: ["title": .string("Book \(index)"), "year": .integer(Int64(1900 + index % 120))])
+                if let writer { try book.setObject(writer, forKey: "author") }
+            }
+            try service.root.commit(context)
+            made = min(count, made + 20_000)
+        }
     }
 }
 
-/// Resident memory of this process, from /proc.
+/// Resident memory of a process (this one unless told), from /proc.
 enum Memory {
-    static func value(_ key: String) -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    static func value(_ key: String, process: String = "self") -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(process)/status", encoding: .utf8) else { return 0 }
         for line in status.split(separator: "\n") where line.hasPrefix(key) {
             return (Int(line.split(separator: " ").dropFirst().first { !$0.isEmpty }.map(String.init) ?? "") ?? 0)
                 * 1024

@@ -111,7 +111,7 @@ struct ScaleBench {
         }
         guard ready else { throw BenchError("strata serve over \(books) books did not become ready in 30 s") }
         let startup = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
-        let rssAfterStartup = Self.residentBytes(of: process.processIdentifier)
+        let rssAfterStartup = Memory.value("VmRSS:", process: "\(process.processIdentifier)")
         let base = "http://127.0.0.1:\(port)"
         let seconds = settings.duration
         let getByID = try wrk.run(
@@ -130,14 +130,13 @@ struct ScaleBench {
             throw BenchError("no next link before page \(deepPageNumber) over \(books) books")
         }
         let deepPage = try wrk.run(url: base + next, connections: 64, seconds: seconds, script: "", folder: folder)
-        let rssAfterLoad = Self.residentBytes(of: process.processIdentifier)
+        let rssAfterLoad = Memory.value("VmRSS:", process: "\(process.processIdentifier)")
         return Point(
             books: books, startupMilliseconds: startup, rssAfterStartup: rssAfterStartup, rssAfterLoad: rssAfterLoad,
             getByID: getByID, firstPage: firstPage, deepPage: deepPage, deepPageNumber: deepPageNumber)
     }
 
-    /// `books` books (years 1900–2019, as the HTTP scenarios' seed) in a fresh catalogue, written
-    /// through the library in commits of 20,000.
+    /// `books` books in a fresh catalogue, as the HTTP scenarios' seed writes them (no author).
     private func seed(books: Int, directory: URL) throws {
         var options = ServerOptions()
         options.port = 0
@@ -145,17 +144,7 @@ struct ScaleBench {
         let server = StrataServerInstance(model: try ObjectModel.example, options: options, log: { _ in })
         try server.start()
         defer { server.stop() }
-        guard let service = server.restService else { throw BenchError("the server has no REST service") }
-        var made = 0
-        while made < books {
-            let context = service.root.newChildContext()
-            for index in made..<min(books, made + 20_000) {
-                _ = try context.insert(
-                    "Book", values: ["title": .string("Book \(index)"), "year": .integer(Int64(1900 + index % 120))])
-            }
-            try service.root.commit(context)
-            made = min(books, made + 20_000)
-        }
+        try HTTPBench.seedBooks(server, count: books, author: false)
     }
 
     /// `10k`, `1M`.
@@ -170,10 +159,7 @@ struct ScaleBench {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw BenchError("no socket") }
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
+        var address = Loopback.address(port: 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
@@ -187,22 +173,9 @@ struct ScaleBench {
     /// A plain HTTP/1.1 GET on loopback: the status and the body (up to 1 MiB), nil when nothing
     /// answers.
     static func get(port: Int, path: String) -> (status: Int, body: String)? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard let fd = Loopback.connect(port: UInt16(port), seconds: 10) else { return nil }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { return nil }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+        let request = Loopback.getRequest(path)
         guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else { return nil }
         var response: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -216,15 +189,5 @@ struct ScaleBench {
             let status = Int(text.split(separator: " ", maxSplits: 2).dropFirst().first ?? "")
         else { return nil }
         return (status, String(text[head.upperBound...]))
-    }
-
-    /// The resident memory of process `pid`, from /proc.
-    static func residentBytes(of pid: Int32) -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return (Int(line.split(separator: " ").dropFirst().first { !$0.isEmpty }.map(String.init) ?? "") ?? 0)
-                * 1024
-        }
-        return 0
     }
 }
