@@ -13,9 +13,12 @@ enum HTTPConnection {
     /// `url` is the raw path: the daemon's unescape callback leaves `%HH` alone, so the path is
     /// decoded here (`+` stays a plus). Query arguments come split by libmicrohttpd, which has
     /// already turned `+` into a space, and are decoded here too.
-    static func request(_ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?)
-        -> HTTPRequest
-    {
+    /// - Parameter remoteAddress: the peer's numeric address when the caller knows it already
+    ///   (worked out once per connection); otherwise it is looked up.
+    static func request(
+        _ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+        remoteAddress: String? = nil
+    ) -> HTTPRequest {
         var headers: [String: String] = [:]
         _ = withUnsafeMutablePointer(to: &headers) { pointer in
             MHD_get_connection_values(
@@ -23,7 +26,7 @@ enum HTTPConnection {
                 { cls, _, key, value in
                     guard let cls, let key else { return .YES }
                     let headers = cls.assumingMemoryBound(to: [String: String].self)
-                    let name = String(cString: key).lowercased()
+                    let name = HTTPConnection.lowercased(key)
                     let text = value.map { String(cString: $0) } ?? ""
                     if let earlier = headers.pointee[name] {
                         headers.pointee[name] = earlier + ", " + text
@@ -50,7 +53,23 @@ enum HTTPConnection {
             method: method.map { String(cString: $0) } ?? "",
             path: url.map { path(fromTarget: $0) } ?? "/",
             query: query, headers: headers, body: [],
-            remoteAddress: SocketAddress.numericHost(of: cmhd_connection_client_address(connection)))
+            remoteAddress: remoteAddress ?? SocketAddress.numericHost(of: cmhd_connection_client_address(connection)))
+    }
+
+    /// A header name as a string with ASCII letters lowercased (field names are ASCII tokens;
+    /// other bytes are kept), in one pass over the bytes.
+    static func lowercased(_ name: UnsafePointer<CChar>) -> String {
+        let bytes = UnsafeBufferPointer(
+            start: UnsafeRawPointer(name).assumingMemoryBound(to: UInt8.self), count: strlen(name))
+        guard bytes.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else {
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        return String(unsafeUninitializedCapacity: bytes.count) { buffer in
+            for (index, byte) in bytes.enumerated() {
+                buffer[index] = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+            }
+            return bytes.count
+        }
     }
 
     /// The decoded path of a request target, which is normally `/path` but may be the absolute
@@ -87,12 +106,22 @@ enum HTTPConnection {
         }
         guard let created else { return .NO }
         defer { MHD_destroy_response(created) }
-        for (name, value) in response.headers where name.lowercased() != "content-length" {
+        for (name, value) in response.headers where !isContentLength(name) {
             // libmicrohttpd refuses names or values with line breaks; such a header is dropped.
             _ = MHD_add_response_header(created, name, value)
         }
         if closing { _ = MHD_add_response_header(created, "Connection", "close") }
         let status = (200...999).contains(response.status) ? response.status : 500
         return MHD_queue_response(connection, UInt32(status), created)
+    }
+
+    /// Whether a header name is `Content-Length` in any case (libmicrohttpd adds its own), without
+    /// lowercasing a copy of every name.
+    private static func isContentLength(_ name: String) -> Bool {
+        let expected = "content-length".utf8
+        guard name.utf8.count == expected.count else { return false }
+        return zip(name.utf8, expected).allSatisfy {
+            ((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 | 0x20 : $0) == $1
+        }
     }
 }

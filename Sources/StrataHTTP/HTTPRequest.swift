@@ -63,6 +63,10 @@ extension HTTPRequest {
     /// Decodes every `%HH` escape in `raw`; a `%` not followed by two hex digits stays as it is.
     /// - Parameter plusIsSpace: whether `+` means a space (query arguments) or itself (paths).
     static func percentDecoded(_ raw: some Collection<UInt8>, plusIsSpace: Bool) -> String {
+        // Most paths and arguments hold nothing to decode: then the bytes are the string.
+        if !raw.contains(where: { $0 == UInt8(ascii: "%") || ($0 == UInt8(ascii: "+") && plusIsSpace) }) {
+            return String(decoding: raw, as: UTF8.self)
+        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(raw.count)
         var index = raw.startIndex

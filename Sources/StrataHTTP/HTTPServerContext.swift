@@ -72,7 +72,9 @@ final class HTTPServerContext: Sendable {
         state: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         guard let existing = state.pointee else {
-            let pending = PendingRequest(HTTPConnection.request(connection, url: url, method: method))
+            let pending = PendingRequest(
+                HTTPConnection.request(
+                    connection, url: url, method: method, remoteAddress: clock(of: connection)?.address))
             state.pointee = Unmanaged.passRetained(pending).toOpaque()
             counters.add(counters.inFlight, 1)
             let request = pending.request

@@ -54,4 +54,16 @@ import Testing
         let numbers = kept.compactMap { Int($0.dropFirst(5)) }
         #expect(numbers == numbers.sorted())
     }
+
+    /// The access line's duration, written by hand, reads as the rounded `Double` did.
+    @Test func durationsReadAsTheRoundedDoubleDid() {
+        var generator = SystemRandomNumberGenerator()
+        var values: [Double] = [0, 0.0004, 0.0005, 0.001, 0.01, 0.1, 0.25, 1, 3, 12.125, 999.9996, 1_234_567.891]
+        for _ in 0..<20_000 { values.append(Double.random(in: 0..<(Bool.random(using: &generator) ? 2 : 5_000))) }
+        for value in values {
+            #expect(
+                StrataServerInstance.millisecondsText(value) == "\((value * 1000).rounded() / 1000)",
+                "\(value)")
+        }
+    }
 }

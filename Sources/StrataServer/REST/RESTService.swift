@@ -23,6 +23,9 @@ public final class RESTService: Sendable {
     let remoteEntities: Set<String>
     /// Each entity's resource path segment (the inverse of `resources`).
     let pathByEntity: [String: String]
+    /// Each entity's object route as the metrics name it (`/books/{id}`), written once: reads by
+    /// id are most of the requests counted.
+    private let itemTemplates: [String: String]
     /// For each entity, the attributes an index the model declares starts with (its own and its
     /// ancestors' fetch indexes and uniqueness constraints): what a cheap list filters and sorts by.
     let leadingIndexed: [String: Set<String>]
@@ -87,7 +90,9 @@ public final class RESTService: Sendable {
         }
         self.resources = resources
         self.homeStores = homeStores
-        pathByEntity = Dictionary(resources.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        let pathByEntity = Dictionary(resources.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        self.pathByEntity = pathByEntity
+        itemTemplates = pathByEntity.mapValues { Route.item(entity: $0, id: "").template { $0 } }
         var leading: [String: Set<String>] = [:]
         for entity in reads.model.entityNames {
             var names = Set<String>()
@@ -138,9 +143,13 @@ public final class RESTService: Sendable {
     /// Counts an answered request in the metrics.
     private func record(_ response: HTTPResponse, to request: HTTPRequest, on route: Route, started: UInt64) {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        metrics.record(
-            route: route.template { pathByEntity[$0] ?? $0 }, method: request.method, status: response.status,
-            seconds: seconds)
+        let template: String
+        if case .item(let entity, _) = route, let known = itemTemplates[entity] {
+            template = known
+        } else {
+            template = route.template { pathByEntity[$0] ?? $0 }
+        }
+        metrics.record(route: template, method: request.method, status: response.status, seconds: seconds)
     }
 
     /// Where a server should handle `request`: ``HTTPDispatch/inline`` for what is answered
@@ -201,6 +210,7 @@ public final class RESTService: Sendable {
     /// PUT or DELETE of an object, not of a read-only entity): what an `Idempotency-Key` applies to.
     /// Anything else is answered as if the header were not there (405, 404, …).
     public func isWrite(_ request: HTTPRequest) -> Bool {
+        if request.method == "GET" || request.method == "HEAD" { return false }
         let route = Route(path: request.path, resources: resources)
         switch (request.method, route) {
         case ("POST", .batch): return true
