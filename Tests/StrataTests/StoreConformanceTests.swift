@@ -180,10 +180,25 @@ import Testing
         #expect(try store.relatedIDs(of: shelf.id, relationship: "items") == [items[1].id, items[0].id])
         #expect(Set(try store.relatedIDs(of: red.id, relationship: "books")) == [books[1].id, books[2].id])
         #expect(try store.relatedIDs(of: author.id, relationship: "books") == [books[1].id, books[2].id])
+        try expectRowWithToMany(store, [author.id, shelf.id, red.id, books[1].id, items[1].id])
         // Moving a book to no author.
         try store.save(
             StoreChanges(updates: [StoreUpdate(id: books[1].id, expectedVersion: 1, toOne: ["author": nil])]))
         #expect(try store.relatedIDs(of: author.id, relationship: "books") == [books[2].id])
+        // Read again after a save: a pooled reader is not left in its earlier snapshot.
+        try expectRowWithToMany(store, [author.id, books[1].id])
+        #expect(try store.rowWithToMany(for: items[2].id, model: conformanceModel) == nil)
+    }
+
+    /// The row with its to-many relationships read together is the row and each list read apart.
+    func expectRowWithToMany(_ store: any PersistentStore, _ ids: [ObjectID]) throws {
+        for id in ids {
+            var expected = try #require(try store.row(for: id))
+            for relationship in conformanceModel.relationships(of: id.entityName) where relationship.isToMany {
+                expected.toMany[relationship.name] = try store.relatedIDs(of: id, relationship: relationship.name)
+            }
+            #expect(try store.rowWithToMany(for: id, model: conformanceModel) == expected, "\(id)")
+        }
     }
 
     @Test(arguments: StoreKind.allCases)

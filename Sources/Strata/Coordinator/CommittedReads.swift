@@ -44,6 +44,9 @@ public protocol CommittedReads: Sendable {
     func count(_ request: FetchRequest) throws(StoreError) -> Int
     /// The stored state of one object; nil when it does not exist.
     func row(for id: ObjectID) throws(StoreError) -> StoreRow?
+    /// The stored state of one object with its to-many relationships in `toMany`, read from one
+    /// snapshot where the store allows; nil when it does not exist.
+    func rowWithToMany(for id: ObjectID) throws(StoreError) -> StoreRow?
     /// The objects a stored to-many relationship of `id` holds, in order.
     func relatedIDs(of id: ObjectID, relationship: String) throws(StoreError) -> [ObjectID]
     /// The ID of the object with `primaryKey` of `entity`, in the store that holds the entity (of

@@ -30,6 +30,12 @@ extension StoreCoordinator {
         try store(for: id)?.row(for: id)
     }
 
+    /// The stored state of one object with its to-many relationships in `toMany`, read together
+    /// (see ``PersistentStore/rowWithToMany(for:model:)``); nil when it does not exist.
+    public func rowWithToMany(for id: ObjectID) throws(StoreError) -> StoreRow? {
+        try store(for: id)?.rowWithToMany(for: id, model: model)
+    }
+
     /// The objects a to-many relationship of `id` holds, in order.
     public func relatedIDs(of id: ObjectID, relationship: String) throws(StoreError) -> [ObjectID] {
         guard let store = store(for: id) else {

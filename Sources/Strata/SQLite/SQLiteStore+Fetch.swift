@@ -150,13 +150,42 @@ extension SQLiteStore {
                 .invalidRequest, "'\(id.entityName)' has no to-many relationship '\(name)' in this store",
                 storeURL: url, entity: id.entityName)
         }
+        return try read { db in try self.relatedIDs(of: id.entityName, pk, relationship: name, db: db) }
+    }
+
+    /// The objects the to-many relationship `name` of the `entity` object with key `pk` holds, read
+    /// on `db`.
+    private func relatedIDs(of entity: String, _ pk: Int64, relationship name: String, db: SQLiteConnection) throws
+        -> [ObjectID]
+    {
         // A to-many kept in a foreign key on this side holds nothing to read here.
-        guard let (sql, destination) = schema.relatedQuery(of: name, in: id.entityName) else { return [] }
-        let hierarchy = (schema.table(for: destination)?.entities.count ?? 1) > 1
+        guard let (sql, destination) = schema.relatedQuery(of: name, in: entity) else { return [] }
+        let keys = try db.query(sql, [.integer(pk)]) { $0.int64(0) }
+        if (schema.table(for: destination)?.entities.count ?? 1) == 1 { return keys.map { self.id(destination, $0) } }
+        return try keys.map { try self.objectID(destination, $0, db: db) }
+    }
+
+    /// The row and its to-many relationships in one read transaction: one snapshot, and one
+    /// acquisition of the WAL read lock instead of one per statement.
+    public func rowWithToMany(for id: ObjectID, model: ObjectModel) throws(StoreError) -> StoreRow? {
+        guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey, entityNames.contains(id.entityName),
+            let table = schema.table(for: id.entityName)
+        else { return nil }
+        let sql = schema.selectByKey[table.name]!
+        let only = schema.onlyPlan(of: table)
         return try read { db in
-            let keys = try db.query(sql, [.integer(pk)]) { $0.int64(0) }
-            if !hierarchy { return keys.map { self.id(destination, $0) } }
-            return try keys.map { try self.objectID(destination, $0, db: db) }
+            try db.run("BEGIN")
+            defer {
+                // A connection must never go back to the pool inside a transaction.
+                if (try? db.run("COMMIT")) == nil { try? db.execute("ROLLBACK") }
+            }
+            guard var row = try db.query(sql, [.integer(pk)], { try self.decodeRow($0, only: only, db: db) }).first
+            else { return nil }
+            for relationship in model.relationships(of: row.id.entityName) where relationship.isToMany {
+                row.toMany[relationship.name] = try relatedIDs(
+                    of: row.id.entityName, pk, relationship: relationship.name, db: db)
+            }
+            return row
         }
     }
 }

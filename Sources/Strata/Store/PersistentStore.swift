@@ -195,6 +195,10 @@ public protocol PersistentStore: AnyObject, Sendable {
     func row(for id: ObjectID) throws(StoreError) -> StoreRow?
     /// The objects a to-many relationship of `id` holds, in order.
     func relatedIDs(of id: ObjectID, relationship: String) throws(StoreError) -> [ObjectID]
+    /// The stored state of one object with every to-many relationship its entity has in `model`
+    /// read into `toMany`, nil when it does not exist. A store that can reads them all from one
+    /// snapshot, so that the row and its relationships agree.
+    func rowWithToMany(for id: ObjectID, model: ObjectModel) throws(StoreError) -> StoreRow?
     /// Reserves `count` new primary keys for `entity`; keys are never reused, even after a rollback.
     func newObjectIDs(entity: String, count: Int) throws(StoreError) -> [ObjectID]
     /// Applies `changes` in one transaction, left open until the result is committed or rolled back.
@@ -227,6 +231,14 @@ extension PersistentStore {
     public func hasApplied(saveID: String) throws(StoreError) -> Bool { false }
     public func appliedSaves() throws(StoreError) -> [AppliedSave] { [] }
     public func forget(_ housekeeping: StoreHousekeeping) throws(StoreError) {}
+
+    public func rowWithToMany(for id: ObjectID, model: ObjectModel) throws(StoreError) -> StoreRow? {
+        guard var row = try row(for: id) else { return nil }
+        for relationship in model.relationships(of: row.id.entityName) where relationship.isToMany {
+            row.toMany[relationship.name] = try relatedIDs(of: row.id, relationship: relationship.name)
+        }
+        return row
+    }
 
     /// The store's UUID.
     public var identifier: String { metadata.identifier }

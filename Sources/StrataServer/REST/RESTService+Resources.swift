@@ -121,7 +121,7 @@ extension RESTService {
         if let cached {
             entry = cached
         } else {
-            let row = try storedRow(entity, id)
+            let row = try storedRow(entity, id, toMany: true)
             entry = ReadCache.Entry(version: row.version, body: try render(row))
             readCache.store(entity, key, entry, generation: generation)
         }

@@ -422,13 +422,15 @@ public final class RESTService: Sendable {
 
     /// The stored row of object `id` of `entity` (or of a subentity).
     /// - Throws: a 404 ``Problem`` when there is none.
-    func storedRow(_ entity: String, _ id: String) throws(Problem) -> StoreRow {
+    /// - Parameter toMany: whether to read its to-many relationships too (into `toMany`).
+    func storedRow(_ entity: String, _ id: String, toMany: Bool = false) throws(Problem) -> StoreRow {
         guard let pk = Int64(id), pk > 0, let prototype = prototypeByEntity[entity] else {
             throw Problem.notFound("'\(id)' is not an id of \(entity): ids are positive integers")
         }
         let row: StoreRow?
         do {
-            row = try reads.row(for: prototype.withPrimaryKey(pk))
+            let objectID = prototype.withPrimaryKey(pk)
+            row = try toMany ? reads.rowWithToMany(for: objectID) : reads.row(for: objectID)
         } catch {
             throw Problem(error)
         }
