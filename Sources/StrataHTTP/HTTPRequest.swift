@@ -48,9 +48,16 @@ public struct HTTPRequest: Sendable {
 
     /// The value of the header called `name`, compared case-insensitively, or `nil`.
     public func header(_ name: String) -> String? {
-        if let value = headers[name.lowercased()] { return value }
-        // Requests built by hand may carry names that are not lowercased.
-        return headers.first { $0.key.lowercased() == name.lowercased() }?.value
+        let key = Self.hasUppercase(name) ? name.lowercased() : name
+        if let value = headers[key] { return value }
+        // Requests built by hand may carry names that are not lowercased (the server's never do,
+        // and most headers asked for are absent: no copy of every name for that).
+        guard headers.keys.contains(where: Self.hasUppercase) else { return nil }
+        return headers.first { $0.key.lowercased() == key }?.value
+    }
+
+    private static func hasUppercase(_ text: String) -> Bool {
+        text.utf8.contains { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
     }
 
     /// Every value of the query argument called `name`, in order (case-sensitive).

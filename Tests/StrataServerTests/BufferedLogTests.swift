@@ -1,4 +1,5 @@
 import Foundation
+import StrataHTTP
 import StrataTestSupport
 import Testing
 
@@ -53,6 +54,20 @@ import Testing
         // What was kept is in order.
         let numbers = kept.compactMap { Int($0.dropFirst(5)) }
         #expect(numbers == numbers.sorted())
+    }
+
+    @Test func accessLinesReadAsDocumented() {
+        var request = HTTPRequest(
+            method: "GET", path: "/books", query: [("limit", "2"), ("title", "a b")], remoteAddress: "10.0.0.7")
+        let response = HTTPResponse(status: 200, body: Array("[1]".utf8))
+        #expect(
+            StrataServerInstance.accessLine(request, response, 1.5, format: "text")
+                == #"10.0.0.7 "GET /books?limit=2&title=a b" 200 3 1.5ms"#)
+        request.attributes["token"] = "reader"
+        request.query = []
+        #expect(
+            StrataServerInstance.accessLine(request, response, 0.0004, format: "text")
+                == #"10.0.0.7 "GET /books" 200 3 0.0ms token=reader"#)
     }
 
     /// The access line's duration, written by hand, reads as the rounded `Double` did.

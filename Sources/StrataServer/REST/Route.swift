@@ -27,44 +27,60 @@ enum Route: Equatable {
     init(path: String, resources: [String: String]) {
         var trimmed = Substring(path)
         if trimmed.utf8.count > 1, trimmed.utf8.last == UInt8(ascii: "/") { trimmed = trimmed.dropLast() }
-        // The segments after the first slash, at most four (more is no route): by UTF-8 bytes,
-        // as this runs for every request.
-        var parts: [Substring] = []
-        parts.reserveCapacity(4)
+        // The segments after the first slash, at most four (more is no route): by UTF-8 bytes and
+        // without an array, as this runs for every request.
+        var segments: (Substring, Substring, Substring) = ("", "", "")
+        var count = 0
         if let slash = trimmed.utf8.firstIndex(of: UInt8(ascii: "/")) {
             var rest = trimmed[trimmed.index(after: slash)...]
-            while parts.count < 4 {
-                guard let next = rest.utf8.firstIndex(of: UInt8(ascii: "/")) else {
-                    parts.append(rest)
-                    break
+            while count < 4 {
+                let next = rest.utf8.firstIndex(of: UInt8(ascii: "/"))
+                let segment = next.map { rest[..<$0] } ?? rest
+                switch count {
+                case 0: segments.0 = segment
+                case 1: segments.1 = segment
+                case 2: segments.2 = segment
+                default: break
                 }
-                parts.append(rest[..<next])
+                count += 1
+                guard let next else { break }
                 rest = rest[rest.index(after: next)...]
             }
         }
-        guard let first = parts.first, !(parts.count == 1 && first.isEmpty) else {
+        let first = segments.0
+        guard count > 0, !(count == 1 && first.isEmpty) else {
             self = .index
             return
         }
-        if parts.count == 1 {
-            switch first {
-            case "live": self = .live
-            case "ready": self = .ready
-            case "metrics": self = .metrics
-            case "openapi.json": self = .openAPIJSON
-            case "openapi.yaml": self = .openAPIYAML
-            case "_batch": self = .batch
-            case "docs": self = .docs(file: nil)
-            default: self = resources[String(first)].map { .collection(entity: $0) } ?? .unknown
+        func isSegment(_ segment: Substring, _ name: StaticString) -> Bool {
+            segment.utf8.elementsEqual(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        }
+        if count == 1 {
+            if isSegment(first, "live") {
+                self = .live
+            } else if isSegment(first, "ready") {
+                self = .ready
+            } else if isSegment(first, "metrics") {
+                self = .metrics
+            } else if isSegment(first, "openapi.json") {
+                self = .openAPIJSON
+            } else if isSegment(first, "openapi.yaml") {
+                self = .openAPIYAML
+            } else if isSegment(first, "_batch") {
+                self = .batch
+            } else if isSegment(first, "docs") {
+                self = .docs(file: nil)
+            } else {
+                self = resources[String(first)].map { .collection(entity: $0) } ?? .unknown
             }
             return
         }
-        if first == "docs", parts.count == 2 {
-            self = .docs(file: String(parts[parts.startIndex + 1]))
+        if count == 2, isSegment(first, "docs") {
+            self = .docs(file: String(segments.1))
             return
         }
-        if first == "_model", parts.count == 2 {
-            switch parts[parts.startIndex + 1] {
+        if count == 2, isSegment(first, "_model") {
+            switch segments.1 {
             case "diagram.svg": self = .diagram(format: "svg")
             case "diagram.mmd": self = .diagram(format: "mmd")
             case "diagram.dot": self = .diagram(format: "dot")
@@ -76,10 +92,10 @@ enum Route: Equatable {
             self = .unknown
             return
         }
-        let id = String(parts[parts.startIndex + 1])
-        switch parts.count {
-        case 2: self = id == "_bulk" ? .bulk(entity: entity) : .item(entity: entity, id: id)
-        case 3: self = .property(entity: entity, id: id, name: String(parts[parts.startIndex + 2]))
+        let id = String(segments.1)
+        switch count {
+        case 2: self = isSegment(segments.1, "_bulk") ? .bulk(entity: entity) : .item(entity: entity, id: id)
+        case 3: self = .property(entity: entity, id: id, name: String(segments.2))
         default: self = .unknown
         }
     }

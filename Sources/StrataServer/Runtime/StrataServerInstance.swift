@@ -377,9 +377,27 @@ public final class StrataServerInstance: Sendable {
                 "ms": .double(duration), "token": request.attributes["token"].map { .string($0) } ?? .null,
             ]).jsonText
         }
-        let token = request.attributes["token"].map { " token=\($0)" } ?? ""
-        return
-            "\(request.remoteAddress) \"\(request.method) \(request.path)\(query)\" \(response.status) \(response.body.count) \(millisecondsText(milliseconds))ms\(token)"
+        // `remote "METHOD path?query" status bytes 0.123ms[ token=name]`, appended into one buffer.
+        let token = request.attributes["token"]
+        var line = ""
+        line.reserveCapacity(
+            48 + request.remoteAddress.utf8.count + request.method.utf8.count + request.path.utf8.count
+                + query.utf8.count + (token?.utf8.count ?? 0))
+        line += request.remoteAddress
+        line += " \""
+        line += request.method
+        line += " "
+        line += request.path
+        line += query
+        line += "\" "
+        line += String(response.status)
+        line += " "
+        line += String(response.body.count)
+        line += " "
+        line += millisecondsText(milliseconds)
+        line += "ms"
+        if let token { line += " token=" + token }
+        return line
     }
 
     /// Milliseconds to three decimals as `Double`'s description writes them once rounded (`0.25`,
