@@ -62,7 +62,7 @@ extension ObjectContext {
             base.fetchLimit = nil
             base.fetchOffset = 0
         }
-        let fetched: [ObjectState]
+        var fetched: [ObjectState]
         if let parent {
             fetched = try parent.fetchStates(base)
         } else {
@@ -102,21 +102,38 @@ extension ObjectContext {
             if keep { results.reserveCapacity(fetched.count) } else { keys.reserveCapacity(fetched.count) }
             s.objects.reserveCapacity(s.objects.count + fetched.count)
             let pending = !s.deleted.isEmpty || !s.updated.isEmpty || !s.inserted.isEmpty
-            for var state in fetched {
-                let k = key(state.id, s)
+            // The fetched states are taken out of the array from its end rather than copied out in
+            // order and released with the array afterwards (a retain and a release of every
+            // reference a state holds: a fifth of a large fetch); the order is restored after.
+            while !fetched.isEmpty {
+                // By index: `last` would copy the whole state to read its ID.
+                let k = key(fetched[fetched.count - 1].id, s)
                 if pending {
-                    if s.deleted[k] != nil { continue }
+                    if s.deleted[k] != nil {
+                        fetched.removeLast()
+                        continue
+                    }
                     if s.updated[k] != nil || isInserted(k, s) {
+                        let state = fetched.removeLast()
                         if !local {
                             if keep { results.append(s.objects[k] ?? state) } else { keys.append(k) }
                         }
                         continue
                     }
                 }
+                if keep {
+                    var kept = fetched[fetched.count - 1]
+                    kept.id = k
+                    results.append(kept)
+                } else {
+                    keys.append(k)
+                }
+                var state = fetched.removeLast()
                 state.id = k
-                if keep { results.append(state) } else { keys.append(k) }
                 s.objects[k] = state
             }
+            results.reverse()
+            keys.reverse()
             guard local else { return body(&s, keep ? results.map(\.id) : keys, results) }
             let family = Set(model.entityAndSubentities(of: request.entityName))
             let entities = request.includesSubentities ? family : [request.entityName]

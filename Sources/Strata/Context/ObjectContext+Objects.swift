@@ -150,8 +150,10 @@ extension ObjectContext {
         // The tables grow by themselves: `reserveCapacity` is not specialized for our types, and
         // rehashing through it cost more than the doublings it saved.
         let object = ManagedObject(context: self, id: id)
+        // Taken into the lock's closure rather than captured and copied there.
+        var moving: ObjectState? = consume state
         storage.withLock { s in
-            s.objects[id] = state
+            s.objects[id] = moving.take()
             s.inserted.append(id)
             if parent != nil {
                 s.insertedSet.insert(id)
