@@ -92,4 +92,37 @@ import Testing
         let second = try db.statement("SELECT x FROM t WHERE x = ?")
         #expect(first === second)
     }
+
+    /// The SQL kept for a request answers later requests with other values, windows and orders
+    /// rightly, also once the cache has been emptied for being full.
+    @Test func requestSQLIsKeptPerRequestNotPerValue() throws {
+        let folder = TemporaryDirectory()
+        let store = try SQLiteStore(model: conformanceModel, configuration: "Main", url: folder.file("main.sqlite"))
+        var rows: [StoreRow] = []
+        for year in 1990..<2030 {
+            rows.append(try newRow(store, "Book", ["title": .string("b\(year)"), "year": .integer(Int64(year))]))
+        }
+        try store.save(StoreChanges(inserts: rows))
+        func years(_ format: String, limit: Int? = nil, offset: Int = 0, ascending: Bool = true) throws -> [Int64] {
+            var request = FetchRequest(
+                entityName: "Book", predicate: try FetchPredicate(format: format),
+                sortDescriptors: [SortKey("year", ascending: ascending)])
+            request.fetchLimit = limit
+            request.fetchOffset = offset
+            return try store.fetch(request).compactMap {
+                if case .integer(let year)? = $0.attributes["year"] { return year }
+                return nil
+            }
+        }
+        for round in 0..<3 {
+            for threshold in Int64(1990)..<2030 {
+                let expected = Array(max(threshold + 1, 1990)..<2030)
+                #expect(try years("year > \(threshold)") == expected, "round \(round)")
+                #expect(try years("year > \(threshold)", limit: 3, offset: 1) == Array(expected.dropFirst().prefix(3)))
+                #expect(try years("year > \(threshold)", ascending: false) == expected.reversed())
+            }
+            // More distinct requests than the cache keeps.
+            for title in 0..<(SQLiteStore.fetchSQLLimit + 10) { _ = try years("title == 'x\(title)'") }
+        }
+    }
 }

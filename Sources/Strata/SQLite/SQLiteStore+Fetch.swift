@@ -38,6 +38,31 @@ extension SQLiteStore {
     }
 
     public func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow] {
+        let windowed = request.fetchLimit != nil || request.fetchOffset > 0
+        let key = FetchSQLKey(request, windowed: windowed)
+        let prepared: FetchSQL
+        if let known = fetchSQL.withLock({ $0[key] }) {
+            prepared = known
+        } else {
+            prepared = try fetchSQL(request, windowed: windowed)
+            fetchSQL.withLock { cache in
+                if cache.count >= Self.fetchSQLLimit { cache.removeAll(keepingCapacity: true) }
+                cache[key] = prepared
+            }
+        }
+        var allArguments = prepared.arguments
+        if windowed {
+            allArguments += [.integer(Int64(request.fetchLimit ?? -1)), .integer(Int64(request.fetchOffset))]
+        }
+        return try read { db in
+            try db.query(prepared.sql, allArguments) { statement in
+                try self.decodeRow(statement, only: prepared.only, db: db)
+            }
+        }
+    }
+
+    /// The SQL and arguments of a fetch request, its window (`LIMIT ? OFFSET ?`) left to bind.
+    private func fetchSQL(_ request: FetchRequest, windowed: Bool) throws(StoreError) -> FetchSQL {
         let (table, from, arguments) = try selection(request)
         let alias = SQLPredicateBuilder.rootAlias
         var order: [String] = []
@@ -60,15 +85,8 @@ extension SQLiteStore {
         let columns = ["_pk", "_entity", "_version"] + table.columns.map(\.name)
         var sql = "SELECT " + columns.map { "\(alias).\(SQLiteSchema.quote($0))" }.joined(separator: ", ")
         sql += " \(from) ORDER BY \(order.joined(separator: ", "))"
-        var allArguments = arguments
-        if request.fetchLimit != nil || request.fetchOffset > 0 {
-            sql += " LIMIT ? OFFSET ?"
-            allArguments += [.integer(Int64(request.fetchLimit ?? -1)), .integer(Int64(request.fetchOffset))]
-        }
-        let only = schema.onlyPlan(of: table)
-        return try read { db in
-            try db.query(sql, allArguments) { statement in try self.decodeRow(statement, only: only, db: db) }
-        }
+        if windowed { sql += " LIMIT ? OFFSET ?" }
+        return FetchSQL(sql: sql, arguments: arguments, only: schema.onlyPlan(of: table))
     }
 
     public func count(_ request: FetchRequest) throws(StoreError) -> Int {
@@ -188,4 +206,28 @@ extension SQLiteStore {
             return row
         }
     }
+}
+
+/// What a fetch request's SQL depends on: the request without its window's numbers.
+struct FetchSQLKey: Hashable, Sendable {
+    var entityName: String
+    var predicate: FetchPredicate?
+    var sortDescriptors: [SortKey]
+    var includesSubentities: Bool
+    var windowed: Bool
+
+    init(_ request: FetchRequest, windowed: Bool) {
+        entityName = request.entityName
+        predicate = request.predicate
+        sortDescriptors = request.sortDescriptors
+        includesSubentities = request.includesSubentities
+        self.windowed = windowed
+    }
+}
+
+/// A fetch request's SQL, its arguments (before the window's) and how to decode its rows.
+struct FetchSQL: Sendable {
+    var sql: String
+    var arguments: [SQLiteValue]
+    var only: (entity: String, plan: SQLiteSchema.RowPlan)?
 }

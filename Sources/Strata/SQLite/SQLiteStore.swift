@@ -38,6 +38,10 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         let failingCommits = Atomic<Int>(0)
     #endif
     private let readers = Locked<[SQLiteConnection]>([])
+    /// The SQL of fetch requests read lately, by request (without its window): the same list asked
+    /// again skips turning its predicate into SQL. At most ``fetchSQLLimit`` are kept.
+    let fetchSQL = Locked<[FetchSQLKey: FetchSQL]>([:])
+    static let fetchSQLLimit = 256
     private let nextKeys: Locked<[String: Int64]>
     /// The ID home of each entity this store holds (and of every entity a relationship here
     /// points to), looked up once.
