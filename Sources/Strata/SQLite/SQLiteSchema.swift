@@ -82,6 +82,9 @@ struct SQLiteSchema: Sendable {
         var attributes: [(column: Int32, type: AttributeType)]
         /// The entity's foreign-key columns, with their column in the table.
         var foreignKeys: [(column: Int32, info: ColumnInfo)]
+        /// The to-one relationships of a row whose foreign keys are all NULL, built once: rows
+        /// share it instead of each building the same dictionary.
+        var emptyToOne: [String: ObjectID?] = [:]
     }
 
     /// Each entity's ``RowPlan``.
@@ -122,12 +125,14 @@ struct SQLiteSchema: Sendable {
             let position = { (name: String) in Int32(table.columns.firstIndex { $0.name == name } ?? 0) }
             let types = Dictionary(
                 model.attributes(of: entity).map { ($0.name, $0.type) }, uniquingKeysWith: { first, _ in first })
-            plans[entity] = RowPlan(
+            var plan = RowPlan(
                 layout: layout,
                 attributes: layout.names.map { (position($0), types[$0]!) },
                 foreignKeys: table.infos.enumerated().filter { offset, info in
                     info.type == nil && (columnsByEntity[entity] ?? []).contains { $0.name == info.name }
                 }.map { (Int32($0.offset), $0.element) })
+            for (_, info) in plan.foreignKeys { plan.emptyToOne[info.name] = .some(nil) }
+            plans[entity] = plan
         }
         rowPlans = plans
         relatedQueries = Self.relatedQueries(model: model, entities: entities, tables: tables)

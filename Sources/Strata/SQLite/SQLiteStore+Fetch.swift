@@ -131,12 +131,10 @@ extension SQLiteStore {
         var slots: [AttributeValue?] = []
         slots.reserveCapacity(plan.attributes.count)
         for (column, type) in plan.attributes { slots.append(SQLiteSchema.decode(statement, column + 3, as: type)) }
-        var toOne: [String: ObjectID?] = [:]
+        var toOne = plan.emptyToOne
         for (column, info) in plan.foreignKeys {
             let index = column + 3
-            if statement.isNull(index) {
-                toOne[info.name] = .some(nil)
-            } else {
+            if !statement.isNull(index) {
                 let pk = statement.int64(index)
                 toOne[info.name] =
                     info.destinationIsHierarchy
