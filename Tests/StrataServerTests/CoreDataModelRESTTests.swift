@@ -171,6 +171,18 @@ import Testing
         let stored = try client.send("GET", "/cats/\(id)")
         #expect(stored.text.contains(#""name":"Tom""#) && !stored.text.contains("lives"), "\(stored.text)")
         #expect(field(stored, "_version")?.doubleValue == 1)
+        // The other way round: a Dog at the path of Cat, an entity without subentities of its own.
+        let dog = try CoreDataModelRESTTests.id(try client.send("POST", "/dogs", json: #"{"name": "Rex"}"#))
+        for (method, body) in [
+            ("GET", nil), ("PATCH", #"{"indoor": false}"#), ("PUT", #"{"name": "Tom"}"#), ("DELETE", nil),
+        ] {
+            let response =
+                try body.map { try client.send(method, "/cats/\(dog)", json: $0) }
+                ?? client.send(method, "/cats/\(dog)")
+            CoreDataModelRESTTests.problem(response, 404, "Cat \(dog) does not exist")
+        }
+        let kept = try client.send("GET", "/dogs/\(dog)")
+        #expect(kept.text.contains(#""name":"Rex""#) && field(kept, "_version")?.doubleValue == 1, "\(kept.text)")
     }
 
     /// An abstract entity's objects are created at its subentities' paths: its collection takes no

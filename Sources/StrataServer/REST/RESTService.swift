@@ -23,7 +23,7 @@ public final class RESTService: Sendable {
     let remoteEntities: Set<String>
     /// Each entity's resource path segment (the inverse of `resources`).
     let pathByEntity: [String: String]
-    /// The entities that have no subentities.
+    /// The entities in no hierarchy (no parent, no subentities).
     let leafEntities: Set<String>
     /// Each entity's object route as the metrics name it (`/books/{id}`), written once: reads by
     /// id are most of the requests counted.
@@ -94,7 +94,12 @@ public final class RESTService: Sendable {
         self.homeStores = homeStores
         let pathByEntity = Dictionary(resources.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         self.pathByEntity = pathByEntity
-        leafEntities = Set(reads.model.entityNames.filter { reads.model.entityAndSubentities(of: $0).count == 1 })
+        // Only an entity outside any hierarchy: a subentity's key may be another subentity's object
+        // (a Vet's id naming an Owner: the two share their root's table and its keys).
+        leafEntities = Set(
+            reads.model.entityNames.filter {
+                reads.model.entityAndSubentities(of: reads.model.rootEntity(of: $0)).count == 1
+            })
         itemTemplates = pathByEntity.mapValues { Route.item(entity: $0, id: "").template { $0 } }
         var leading: [String: Set<String>] = [:]
         for entity in reads.model.entityNames {
@@ -407,16 +412,18 @@ public final class RESTService: Sendable {
 
     /// The ID of object `id` of `entity` (the concrete subentity when the row is one).
     func objectID(_ entity: String, _ id: String, in context: ObjectContext) throws(Problem) -> ObjectID {
-        // An entity without subentities names its objects' IDs itself: the context that is about to
-        // read the object tells whether it exists (from its parent's cache, without a store read).
+        // An entity in no hierarchy names its objects' IDs itself: the context that is about to read
+        // the object tells whether it exists (from its parent's cache, without a store read).
         if let pk = Int64(id), pk > 0, let prototype = prototypeByEntity[entity], leafEntities.contains(entity) {
             let objectID = prototype.withPrimaryKey(pk)
+            let object: ManagedObject
             do {
-                _ = try context.object(with: objectID)
+                object = try context.object(with: objectID)
             } catch {
                 if error.code == .notFound { throw Problem.notFound("\(entity) \(id) does not exist") }
                 throw Problem(error)
             }
+            guard object.entityName == entity else { throw Problem.notFound("\(entity) \(id) does not exist") }
             return objectID
         }
         do throws(Problem) {
