@@ -125,4 +125,29 @@ import Testing
             for title in 0..<(SQLiteStore.fetchSQLLimit + 10) { _ = try years("title == 'x\(title)'") }
         }
     }
+
+    /// Text that Swift calls equal but SQLite does not (precomposed and decomposed accents) never
+    /// shares kept SQL: each request binds its own bytes.
+    @Test func canonicallyEqualTextIsNotAnsweredFromAnotherRequestsSQL() throws {
+        let folder = TemporaryDirectory()
+        let store = try SQLiteStore(model: conformanceModel, configuration: "Main", url: folder.file("main.sqlite"))
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8))
+        try store.save(
+            StoreChanges(inserts: [
+                try newRow(store, "Book", ["title": .string(composed), "year": .integer(1)]),
+                try newRow(store, "Book", ["title": .string(decomposed), "year": .integer(2)]),
+            ]))
+        func years(_ title: String) throws -> [AttributeValue?] {
+            let predicate = FetchPredicate.comparison(Comparison(.keyPath("title"), .equal, .constant(.string(title))))
+            return try store.fetch(FetchRequest(entityName: "Book", predicate: predicate)).map { $0.attributes["year"] }
+        }
+        let first = try years(composed)
+        let second = try years(decomposed)
+        store.fetchSQL.withLock { $0.removeAll() }
+        #expect(try years(decomposed) == second)
+        #expect(try years(composed) == first)
+        #expect(first == [.integer(1)] && second == [.integer(2)], "\(first) \(second)")
+    }
 }

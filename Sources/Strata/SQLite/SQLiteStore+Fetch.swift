@@ -39,15 +39,18 @@ extension SQLiteStore {
 
     public func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow] {
         let windowed = request.fetchLimit != nil || request.fetchOffset > 0
-        let key = FetchSQLKey(request, windowed: windowed)
+        // Only requests whose equal keys bind equal bytes are kept (see `FetchSQLKey.keeps`).
+        let key = FetchSQLKey.keeps(request.predicate) ? FetchSQLKey(request, windowed: windowed) : nil
         let prepared: FetchSQL
-        if let known = fetchSQL.withLock({ $0[key] }) {
+        if let key, let known = fetchSQL.withLock({ $0[key] }) {
             prepared = known
         } else {
             prepared = try fetchSQL(request, windowed: windowed)
-            fetchSQL.withLock { cache in
-                if cache.count >= Self.fetchSQLLimit { cache.removeAll(keepingCapacity: true) }
-                cache[key] = prepared
+            if let key {
+                fetchSQL.withLock { cache in
+                    if cache.count >= Self.fetchSQLLimit { cache.removeAll(keepingCapacity: true) }
+                    cache[key] = prepared
+                }
             }
         }
         var allArguments = prepared.arguments
@@ -213,6 +216,31 @@ struct FetchSQLKey: Hashable, Sendable {
     var sortDescriptors: [SortKey]
     var includesSubentities: Bool
     var windowed: Bool
+
+    /// Whether a request with `predicate` may be kept: its constants must be ones whose equality
+    /// is that of the bytes bound. Swift's `String` equality is canonical (`"é"` precomposed equals
+    /// `e` and a combining accent) and `Decimal`'s numeric, while SQLite compares what is bound, so
+    /// text with anything but ASCII, and decimals, are read afresh each time.
+    static func keeps(_ predicate: FetchPredicate?) -> Bool {
+        func exact(_ term: PredicateTerm) -> Bool {
+            switch term {
+            case .constant(.string(let text)), .constant(.uri(let text)): text.utf8.allSatisfy { $0 < 0x80 }
+            case .constant(.decimal): false
+            case .constant: true
+            case .list(let terms): terms.allSatisfy(exact)
+            case .keyPath, .object, .variable: true
+            }
+        }
+        func keeps(_ predicate: FetchPredicate) -> Bool {
+            switch predicate {
+            case .always, .never: true
+            case .comparison(let comparison): exact(comparison.lhs) && exact(comparison.rhs)
+            case .and(let parts), .or(let parts): parts.allSatisfy(keeps)
+            case .not(let inner): keeps(inner)
+            }
+        }
+        return predicate.map(keeps) ?? true
+    }
 
     init(_ request: FetchRequest, windowed: Bool) {
         entityName = request.entityName
