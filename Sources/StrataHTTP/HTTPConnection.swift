@@ -61,13 +61,9 @@ enum HTTPConnection {
     static func lowercased(_ name: UnsafePointer<CChar>) -> String {
         let bytes = UnsafeBufferPointer(
             start: UnsafeRawPointer(name).assumingMemoryBound(to: UInt8.self), count: strlen(name))
-        guard bytes.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else {
-            return String(decoding: bytes, as: UTF8.self)
-        }
+        guard bytes.contains(where: \.isASCIIUppercase) else { return String(decoding: bytes, as: UTF8.self) }
         return String(unsafeUninitializedCapacity: bytes.count) { buffer in
-            for (index, byte) in bytes.enumerated() {
-                buffer[index] = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
-            }
+            for (index, byte) in bytes.enumerated() { buffer[index] = byte.asciiLowercased }
             return bytes.count
         }
     }
@@ -120,8 +116,6 @@ enum HTTPConnection {
     private static func isContentLength(_ name: String) -> Bool {
         let expected = "content-length".utf8
         guard name.utf8.count == expected.count else { return false }
-        return zip(name.utf8, expected).allSatisfy {
-            ((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 | 0x20 : $0) == $1
-        }
+        return zip(name.utf8, expected).allSatisfy { $0.asciiLowercased == $1 }
     }
 }

@@ -56,9 +56,7 @@ public struct HTTPRequest: Sendable {
         return headers.first { $0.key.lowercased() == key }?.value
     }
 
-    private static func hasUppercase(_ text: String) -> Bool {
-        text.utf8.contains { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
-    }
+    private static func hasUppercase(_ text: String) -> Bool { text.utf8.contains(where: \.isASCIIUppercase) }
 
     /// Every value of the query argument called `name`, in order (case-sensitive).
     public func queryValues(_ name: String) -> [String] {

@@ -98,15 +98,18 @@ extension SQLiteStore {
     }
 
     public func row(for id: ObjectID) throws(StoreError) -> StoreRow? {
+        guard let read = keyedRead(id) else { return nil }
+        return try self.read { db in try read(db) }
+    }
+
+    /// How to read the row of `id` on a connection; nil when this store cannot hold it.
+    private func keyedRead(_ id: ObjectID) -> ((SQLiteConnection) throws -> StoreRow?)? {
         guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey, entityNames.contains(id.entityName),
             let table = schema.table(for: id.entityName)
         else { return nil }
         let sql = schema.selectByKey[table.name]!
-        return try read { db in
-            try db.query(sql, [.integer(pk)]) { statement in
-                try self.decodeRow(statement, only: self.schema.onlyPlan(of: table), db: db)
-            }.first
-        }
+        let only = schema.onlyPlan(of: table)
+        return { db in try db.query(sql, [.integer(pk)]) { try self.decodeRow($0, only: only, db: db) }.first }
     }
 
     /// Decodes the current row of a `SELECT _pk, _entity, _version, columns…` (the table's columns
@@ -187,19 +190,14 @@ extension SQLiteStore {
     /// The row and its to-many relationships in one read transaction: one snapshot, and one
     /// acquisition of the WAL read lock instead of one per statement.
     public func rowWithToMany(for id: ObjectID, model: ObjectModel) throws(StoreError) -> StoreRow? {
-        guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey, entityNames.contains(id.entityName),
-            let table = schema.table(for: id.entityName)
-        else { return nil }
-        let sql = schema.selectByKey[table.name]!
-        let only = schema.onlyPlan(of: table)
+        guard let readRow = keyedRead(id), let pk = id.primaryKey else { return nil }
         return try read { db in
             try db.run("BEGIN")
             defer {
                 // A connection must never go back to the pool inside a transaction.
                 if (try? db.run("COMMIT")) == nil { try? db.execute("ROLLBACK") }
             }
-            guard var row = try db.query(sql, [.integer(pk)], { try self.decodeRow($0, only: only, db: db) }).first
-            else { return nil }
+            guard var row = try readRow(db) else { return nil }
             for relationship in model.relationships(of: row.id.entityName) where relationship.isToMany {
                 row.toMany[relationship.name] = try relatedIDs(
                     of: row.id.entityName, pk, relationship: relationship.name, db: db)

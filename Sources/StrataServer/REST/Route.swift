@@ -23,6 +23,12 @@ enum Route: Equatable {
     case property(entity: String, id: String, name: String)
     case unknown
 
+    /// The paths of one segment that are no resource.
+    private static let fixed: [(name: StaticString, route: Route)] = [
+        ("live", .live), ("ready", .ready), ("metrics", .metrics), ("openapi.json", .openAPIJSON),
+        ("openapi.yaml", .openAPIYAML), ("_batch", .batch), ("docs", .docs(file: nil)),
+    ]
+
     /// Parses a decoded path against the model's resource paths.
     init(path: String, resources: [String: String]) {
         var trimmed = Substring(path)
@@ -56,23 +62,9 @@ enum Route: Equatable {
             segment.utf8.elementsEqual(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
         }
         if count == 1 {
-            if isSegment(first, "live") {
-                self = .live
-            } else if isSegment(first, "ready") {
-                self = .ready
-            } else if isSegment(first, "metrics") {
-                self = .metrics
-            } else if isSegment(first, "openapi.json") {
-                self = .openAPIJSON
-            } else if isSegment(first, "openapi.yaml") {
-                self = .openAPIYAML
-            } else if isSegment(first, "_batch") {
-                self = .batch
-            } else if isSegment(first, "docs") {
-                self = .docs(file: nil)
-            } else {
-                self = resources[String(first)].map { .collection(entity: $0) } ?? .unknown
-            }
+            self =
+                Self.fixed.first { isSegment(first, $0.name) }?.route
+                ?? resources[String(first)].map { .collection(entity: $0) } ?? .unknown
             return
         }
         if count == 2, isSegment(first, "docs") {
