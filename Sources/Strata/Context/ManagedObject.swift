@@ -5,14 +5,18 @@ import Foundation
 /// Read and change it through its context's thread discipline (inside `perform` when several
 /// threads share the context). Its ``objectID`` is what crosses contexts.
 public final class ManagedObject: CustomStringConvertible {
-    /// The context the object belongs to.
-    public private(set) weak var context: ObjectContext?
+    /// The context's one weak reference, shared by all its objects: holding it costs an object a
+    /// retain, where a weak reference of its own cost a side-table update on every object made.
+    private let link: ContextLink
     var storedID: ObjectID
 
-    init(context: ObjectContext, id: ObjectID) {
-        self.context = context
+    init(link: ContextLink, id: ObjectID) {
+        self.link = link
         storedID = id
     }
+
+    /// The context the object belongs to; nil once the context was released.
+    public var context: ObjectContext? { link.context }
 
     private var owner: ObjectContext {
         guard let context else { preconditionFailure("a managed object was used after its context was released") }
@@ -118,4 +122,9 @@ public final class ManagedObject: CustomStringConvertible {
     }
 
     public var description: String { "<\(entityName) \(objectID)>" }
+}
+
+/// A weak reference to a context, made once per context and shared by its managed objects.
+final class ContextLink {
+    weak var context: ObjectContext?
 }

@@ -130,7 +130,9 @@ extension ObjectContext {
                 }
                 var state = fetched.removeLast()
                 state.id = k
-                s.objects[k] = state
+                // Consumed: a state stored while still in scope is copied into the table, a retain
+                // and a release of everything it holds.
+                s.objects[k] = consume state
             }
             results.reverse()
             keys.reverse()

@@ -112,10 +112,9 @@ extension ObjectContext {
 
     /// The managed object for `k`, made on first use.
     func managedObject(_ k: ObjectID, _ s: inout ContextStorage) -> ManagedObject {
-        if let existing = s.managed[k] { return existing }
-        let object = ManagedObject(context: self, id: k)
-        s.managed[k] = object
-        return object
+        // One lookup: the entry is made in place when missing.
+        func existing(_ object: inout ManagedObject) -> ManagedObject { object }
+        return existing(&s.managed[k, default: ManagedObject(link: link, id: k)])
     }
 
     // MARK: - Public object API
@@ -149,7 +148,7 @@ extension ObjectContext {
         if parent != nil { registry.hold(id) }
         // The tables grow by themselves: `reserveCapacity` is not specialized for our types, and
         // rehashing through it cost more than the doublings it saved.
-        let object = ManagedObject(context: self, id: id)
+        let object = ManagedObject(link: link, id: id)
         // Taken into the lock's closure rather than captured and copied there.
         var moving: ObjectState? = consume state
         storage.withLock { s in
@@ -486,7 +485,11 @@ extension ObjectContext {
     /// attribute), read in place rather than through a copy of the whole state.
     func currentAttribute(_ id: ObjectID, _ name: String) throws(ContextError) -> AttributeValue? {
         try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
-            if let index = s.objects.index(forKey: key(id, s)) { return s.objects.values[index].attributes[name] }
+            // A permanent ID is its own key when registered (see `key`): one lookup, and the value
+            // read in place rather than from a copy of the whole state.
+            if let index = s.objects.index(forKey: id.isTemporary ? key(id, s) : id) {
+                return s.objects.values[index].attribute(name)
+            }
             return try requireState(id, &s).attributes[name]
         }
     }

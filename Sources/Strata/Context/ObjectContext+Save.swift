@@ -72,12 +72,13 @@ extension ObjectContext {
             let isNew =
                 parent == nil
                 ? !state.id.isTemporary || s.objects[state.id] == nil : s.insertedSet.insert(state.id).inserted
-            s.objects[state.id] = state
+            let k = state.id
+            s.objects[k] = consume state
             if isNew {
-                s.inserted.append(state.id)
-                if parent != nil, state.id.isTemporary {
-                    registry.hold(state.id)
-                    s.heldTemporaries.append(state.id)
+                s.inserted.append(k)
+                if parent != nil, k.isTemporary {
+                    registry.hold(k)
+                    s.heldTemporaries.append(k)
                 }
             }
         }
@@ -307,7 +308,9 @@ extension ObjectContext {
             if state.refersToAnything { state.rewrite(map) }
             state.id = new
             state.version = 1  // every store inserts at version 1
-            s.objects[new] = state
+            // Consumed: a state stored while still in scope is copied into the table, a retain and
+            // a release of everything it holds.
+            s.objects[new] = consume state
             if let object = s.managed.removeValue(forKey: id) {
                 object.storedID = new
                 s.managed[new] = object
@@ -317,7 +320,8 @@ extension ObjectContext {
             guard var state = s.objects.removeValue(forKey: id) else { continue }
             if !map.isEmpty, state.refersToAnything { state.rewrite(map) }
             if let version = result.versions[state.id] { state.version = version }
-            s.objects[state.id] = state
+            let k = state.id
+            s.objects[k] = consume state
         }
         for id in s.deletedStates.keys { s.managed[id] = nil }
         var byStore: [String: StoreChangeSummary] = result.changesByStore

@@ -19,6 +19,8 @@ public final class ObjectContext: @unchecked Sendable {
 
     let registry: ObjectIDRegistry
     let storage = Locked(ContextStorage())
+    /// What this context's managed objects reach it through (only under `storage`'s lock).
+    let link = ContextLink()
     /// The serial queue of `perform`, made on first use: most contexts (one per request) never need one.
     private let queueBox = Locked<DispatchQueue?>(nil)
     private let queueKey = DispatchSpecificKey<Bool>()
@@ -43,6 +45,7 @@ public final class ObjectContext: @unchecked Sendable {
         writeGate = RecursiveLock()
         storage.withLock { $0.mergePolicy = mergePolicy }
         policyBox.withLock { $0 = mergePolicy }
+        link.context = self
     }
 
     deinit {
@@ -58,6 +61,7 @@ public final class ObjectContext: @unchecked Sendable {
         let policy = parent.mergePolicy
         storage.withLock { $0.mergePolicy = policy }
         policyBox.withLock { $0 = policy }
+        link.context = self
     }
 
     /// After a root save, when the context holds more objects than this, it forgets the cached

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The values of one object as a context sees them: a store row (no copy when a fetch registers
 /// what the store returned). `version` is the stored version it was read at (0 for a new object);
 /// `toMany` holds the materialized to-many relationships (absent ones are read on demand).
@@ -5,6 +7,10 @@ typealias ObjectState = StoreRow
 
 extension StoreRow {
     init(row: StoreRow) { self = row }
+
+    /// The value of attribute `name`. Mutating only so that a dictionary's entry is read in place
+    /// (through its modify accessor) instead of copied out whole with every reference it holds.
+    mutating func attribute(_ name: String) -> AttributeValue? { attributes[name] }
 
     /// Whether any relationship holds an object.
     var refersToAnything: Bool {
@@ -81,6 +87,9 @@ final class ObjectIDRegistry: Sendable {
     }
 
     private let state = Locked(State())
+    /// How many permanent IDs map back to temporary ones, set under the lock: most lookups find
+    /// none, and every object a fetch registers asks.
+    private let temporaries = Atomic<Int>(0)
 
     /// Records a root save's new IDs (`permanent[i]` replacing `temporary[i]`). The way back (permanent → temporary) is kept only for IDs a
     /// child holds: the root re-keys its own objects, children look theirs up by either ID.
@@ -92,6 +101,7 @@ final class ObjectIDRegistry: Sendable {
                 s.permanent[old] = new
                 if !s.holds.isEmpty, s.holds[old] != nil { s.temporary[new] = old }
             }
+            temporaries.store(s.temporary.count, ordering: .releasing)
         }
     }
 
@@ -103,7 +113,7 @@ final class ObjectIDRegistry: Sendable {
 
     /// The temporary ID a permanent one replaced, if any.
     func temporary(for id: ObjectID) -> ObjectID? {
-        guard !id.isTemporary else { return nil }
+        guard !id.isTemporary, temporaries.load(ordering: .acquiring) > 0 else { return nil }
         return state.withLock { s in s.temporary.isEmpty ? nil : s.temporary[id] }
     }
 
@@ -125,6 +135,7 @@ final class ObjectIDRegistry: Sendable {
                 s.holds[id] = nil
                 if let new = s.permanent.removeValue(forKey: id) { s.temporary[new] = nil }
             }
+            temporaries.store(s.temporary.count, ordering: .releasing)
         }
     }
 }

@@ -57,9 +57,13 @@ extension SQLiteStore {
         if windowed {
             allArguments += [.integer(Int64(request.fetchLimit ?? -1)), .integer(Int64(request.fetchOffset))]
         }
+        // Taken out once: read through `prepared` for each row, the plan was copied row by row,
+        // and the home of the table's one entity was looked up by name for every row.
+        let (sql, only) = (prepared.sql, prepared.only)
+        let home = only.flatMap { homes[$0.entity] }
         return try read { db in
-            try db.query(prepared.sql, allArguments) { statement in
-                try self.decodeRow(statement, only: prepared.only, db: db)
+            try db.query(sql, allArguments) { statement in
+                try self.decodeRow(statement, only: only, home: home, db: db)
             }
         }
     }
@@ -114,10 +118,13 @@ extension SQLiteStore {
 
     /// Decodes the current row of a `SELECT _pk, _entity, _version, columns…` (the table's columns
     /// in table order), positionally through the entity's ``SQLiteSchema/RowPlan``.
-    /// - Parameter only: the plan of the table's one entity, when it holds only one (then the
-    ///   `_entity` column need not be read).
+    /// - Parameters:
+    ///   - only: the plan of the table's one entity, when it holds only one (then the `_entity`
+    ///     column need not be read).
+    ///   - home: that entity's home in this store, looked up once by the caller.
     func decodeRow(
-        _ statement: SQLiteStatement, only: (entity: String, plan: SQLiteSchema.RowPlan)?, db: SQLiteConnection
+        _ statement: SQLiteStatement, only: (entity: String, plan: SQLiteSchema.RowPlan)?,
+        home: ObjectID.Home? = nil, db: SQLiteConnection
     )
         throws -> StoreRow
     {
@@ -148,8 +155,9 @@ extension SQLiteStore {
                     : id(info.destination, pk)
             }
         }
+        let pk = statement.int64(0)
         return StoreRow(
-            id: id(entity, statement.int64(0)),
+            id: home.map { ObjectID(home: $0, primaryKey: pk) } ?? id(entity, pk),
             version: statement.int64(2), attributes: AttributeValues(layout: plan.layout, slots: slots), toOne: toOne)
     }
 

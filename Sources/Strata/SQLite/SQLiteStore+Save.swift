@@ -132,11 +132,13 @@ extension SQLiteStore {
         var lastHome: ObjectID.Home?
         var last: (statement: SQLiteStatement, plan: SQLiteSchema.RowPlan)?
         versions.reserveCapacity(changes.inserts.count + changes.updates.count)
-        for row in changes.inserts {
+        // Rows are borrowed from the request: iterating it copied each row (a retain and a
+        // release of everything it holds).
+        func insert(_ row: borrowing StoreRow) throws(StoreError) {
             let entity = row.id.entityName
             guard let pk = row.id.primaryKey, row.id.storeIdentifier == metadata.identifier else {
                 _ = try table(for: row.id)  // throws: the ID does not belong to this store
-                continue
+                return
             }
             var prepared = row.id.home === lastHome ? last : inserts[entity]
             if prepared == nil {
@@ -182,6 +184,7 @@ extension SQLiteStore {
             }
             versions[row.id] = 1
         }
+        for index in changes.inserts.indices { try insert(changes.inserts[index]) }
         for update in changes.updates {
             let table = try table(for: update.id)
             var assignments: [String] = []

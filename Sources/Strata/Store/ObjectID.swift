@@ -31,6 +31,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
             var store: String?
         }
 
+        /// Every home ever made; never emptied (IDs hold their homes unowned).
         private static let interned = Locked<[Name: Home]>([:])
 
         /// The one home of `entity` in `store`.
@@ -45,7 +46,10 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    let home: Home
+    /// Never released: `Home.of` keeps every home in its table for the process's lifetime, so
+    /// the ID holds it without counting. An ID is then two plain words, copied and dropped (as
+    /// dictionary keys and in every row and list) without touching the home's reference count.
+    unowned(unsafe) let home: Home
     /// The key.
     public let key: Key
 
