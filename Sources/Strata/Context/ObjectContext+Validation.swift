@@ -9,13 +9,18 @@ extension ObjectContext {
         var home: ObjectID.Home?
         var resolved: ResolvedEntity?
         for k in changed {
-            guard let state = s.objects[k] else { continue }
+            guard let index = s.objects.index(forKey: k) else { continue }
             if k.home !== home {
                 home = k.home
                 resolved = model.resolvedEntity(k.entityName)
             }
             guard let resolved else { continue }
-            failures += validateAttributes(state, resolved)
+            // Checked where it is kept: a copy of each state cost a retain and a release of
+            // everything it holds.
+            let broken = s.objects.values[index].reading { validateAttributes($0, resolved) }
+            if !broken.isEmpty { failures += broken }
+            if resolved.relationshipRules.isEmpty { continue }
+            let state = s.objects.values[index]
             for relationship in resolved.relationshipRules {
                 var id: ObjectID { registry.canonical(k) }
                 if relationship.isToMany {

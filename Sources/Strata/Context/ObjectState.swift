@@ -12,6 +12,9 @@ extension StoreRow {
     /// (through its modify accessor) instead of copied out whole with every reference it holds.
     mutating func attribute(_ name: String) -> AttributeValue? { attributes[name] }
 
+    /// `body` applied to the state, in place (see `attribute(_:)`).
+    mutating func reading<R>(_ body: (borrowing ObjectState) -> R) -> R { body(self) }
+
     /// Whether any relationship holds an object.
     var refersToAnything: Bool {
         toOne.values.contains { $0 != nil } || toMany.values.contains { !$0.isEmpty }
