@@ -172,7 +172,7 @@ struct SaveInProgress {
         for index in inserts.indices {
             inserts[index].id = issuedIDs[index]
             // Most new rows refer to nothing: not even a call (which copied this whole save).
-            guard inserts[index].refersToAnything else { continue }
+            guard inserts[index].reading(\.refersToAnything) else { continue }
             if let rewritten = try references(
                 inserts[index].toOne, inserts[index].toMany, owner: groups[groupOf[index]].identifier,
                 entity: temporaryIDs[index].entityName)

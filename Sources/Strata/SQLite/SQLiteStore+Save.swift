@@ -128,34 +128,29 @@ extension SQLiteStore {
         // One prepared INSERT per entity, bound value by value: no SQL text or argument array per row.
         // Its columns are the entity's attributes in layout order, then its foreign keys.
         var inserts: [String: (statement: SQLiteStatement, plan: SQLiteSchema.RowPlan)] = [:]
-        // Inserts come in runs of one entity: the last row's statement, found by the ID's home.
-        var lastHome: ObjectID.Home?
-        var last: (statement: SQLiteStatement, plan: SQLiteSchema.RowPlan)?
         versions.reserveCapacity(changes.inserts.count + changes.updates.count)
-        // Rows are borrowed from the request: iterating it copied each row (a retain and a
-        // release of everything it holds).
-        func insert(_ row: borrowing StoreRow) throws(StoreError) {
-            let entity = row.id.entityName
-            guard let pk = row.id.primaryKey, row.id.storeIdentifier == metadata.identifier else {
-                _ = try table(for: row.id)  // throws: the ID does not belong to this store
-                return
+        /// The INSERT of `entity` and its plan, prepared on first use.
+        func prepared(_ entity: String, _ id: ObjectID) throws(StoreError) -> (SQLiteStatement, SQLiteSchema.RowPlan) {
+            if let known = inserts[entity] { return known }
+            _ = try table(for: id)
+            guard let plan = schema.rowPlans[entity] else {
+                throw StoreError(.invalidRequest, "the store does not hold \(entity)", storeURL: url, entity: entity)
             }
-            var prepared = row.id.home === lastHome ? last : inserts[entity]
-            if prepared == nil {
-                _ = try table(for: row.id)
-                guard let plan = schema.rowPlans[entity] else {
-                    throw StoreError(
-                        .invalidRequest, "the store does not hold \(entity)", storeURL: url, entity: entity)
-                }
-                do {
-                    prepared = (try db.statement(schema.insertByEntity[entity]!), plan)
-                } catch {
-                    throw storeError(error, entity: entity)
-                }
-                inserts[entity] = prepared
+            do {
+                let made = (statement: try db.statement(schema.insertByEntity[entity]!), plan: plan)
+                inserts[entity] = made
+                return made
+            } catch {
+                throw storeError(error, entity: entity)
             }
-            (lastHome, last) = (row.id.home, prepared)
-            let (statement, plan) = prepared!
+        }
+        /// Writes one row. The row is borrowed from the request, and the statement and plan are
+        /// those of its run: copying either for each row cost a retain and a release of
+        /// everything it holds.
+        func insert(
+            _ row: borrowing StoreRow, _ pk: Int64, _ entity: String, _ statement: SQLiteStatement,
+            _ plan: borrowing SQLiteSchema.RowPlan
+        ) throws(StoreError) {
             do {
                 try statement.bind(.integer(pk), at: 1)
                 try statement.bind(.text(entity), at: 2)
@@ -184,7 +179,28 @@ extension SQLiteStore {
             }
             versions[row.id] = 1
         }
-        for index in changes.inserts.indices { try insert(changes.inserts[index]) }
+        // Inserts come in runs of one entity (one home): each run finds its statement once.
+        let rows = changes.inserts
+        var next = 0
+        while next < rows.count {
+            let home = rows[next].id.home
+            let entity = home.entityName
+            guard home.storeIdentifier == metadata.identifier else {
+                _ = try table(for: rows[next].id)  // throws: the ID does not belong to this store
+                next += 1
+                continue
+            }
+            let (statement, plan) = try prepared(entity, rows[next].id)
+            repeat {
+                guard let pk = rows[next].id.primaryKey else {
+                    _ = try table(for: rows[next].id)  // throws: a temporary ID
+                    next += 1
+                    continue
+                }
+                try insert(rows[next], pk, entity, statement, plan)
+                next += 1
+            } while next < rows.count && rows[next].id.home === home
+        }
         for update in changes.updates {
             let table = try table(for: update.id)
             var assignments: [String] = []

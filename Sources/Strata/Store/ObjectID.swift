@@ -130,14 +130,25 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(hashBits) }
 
     /// The hash dictionaries and sets use (`Hashable`'s underscored requirement, which by default
-    /// runs `hash(into:)` through a `Hasher`): the ID's word mixed with the table's seed by
-    /// SplitMix64's 64-bit finalizer. IDs are keys on every hot path, and the `Hasher`'s calls were
-    /// a sixth of inserting and saving objects.
+    /// runs `hash(into:)` through a `Hasher`): IDs are keys on every hot path, and the `Hasher`'s
+    /// calls were a sixth of inserting and saving objects.
+    ///
+    /// Keys go in runs of eight: all but the key's low three bits are mixed with the table's seed
+    /// by SplitMix64's 64-bit finalizer, and those three bits are kept as they are, so keys 8n to
+    /// 8n + 7 of one home get eight neighbouring buckets in a random place. Keys are issued in
+    /// sequence and saves, fetches and tables walk them in runs, so a run of lookups touches one
+    /// stretch of the table instead of a cache line per key: inserting and fetching 100,000
+    /// objects took 4–8% and 11–12% less time (`strata bench --only library`, alternating builds). The
+    /// price is longer probes in a nearly full table of dense keys (about 13 buckets for a key
+    /// present and 50 for one absent at three quarters full, against 2.5 and 8), each a compare
+    /// in memory already read.
     public func _rawHashValue(seed: Int) -> Int {
-        var x = hashBits ^ UInt64(UInt(bitPattern: seed))
+        let bits = hashBits
+        var x = (bits >> 3) ^ UInt64(UInt(bitPattern: seed))
         x = (x ^ (x >> 30)) &* 0xBF58_476D_1CE4_E5B9
         x = (x ^ (x >> 27)) &* 0x94D0_49BB_1331_11EB
-        return Int(truncatingIfNeeded: x ^ (x >> 31))
+        x ^= x >> 31
+        return Int(truncatingIfNeeded: (x & ~7) | (bits & 7))
     }
 }
 
