@@ -126,7 +126,7 @@ extension RESTService {
             readCache.store(entity, key, entry, generation: generation)
         }
         let version = entry.version
-        let etag = ObjectCodec.etag(version)
+        let etag = entry.etag
         if let header = request.header("if-none-match") {
             let tags = try Self.entityTags(header)
             if tags == nil || tags!.contains(version) {

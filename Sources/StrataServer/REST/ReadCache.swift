@@ -18,13 +18,38 @@ final class ReadCache: Sendable {
     struct Entry: Sendable {
         let version: Int64
         let body: [UInt8]
+        /// The `ETag` of `version`, made once rather than per answer.
+        let etag: String
+
+        init(version: Int64, body: [UInt8]) {
+            self.version = version
+            self.body = body
+            etag = ObjectCodec.etag(version)
+        }
+    }
+
+    /// A primary key as a table key, hashed by one SplitMix64 step rather than a `Hasher` (SipHash)
+    /// per lookup: a read from the cache is a handful of hash lookups in all.
+    struct Key: Hashable {
+        let value: Int64
+
+        init(_ value: Int64) { self.value = value }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
+
+        func _rawHashValue(seed: Int) -> Int {
+            var x = UInt64(bitPattern: value) ^ UInt64(UInt(bitPattern: seed))
+            x = (x ^ (x >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            x = (x ^ (x >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Int(truncatingIfNeeded: x ^ (x >> 31))
+        }
     }
 
     /// One entity's cached objects, evicted first in, first out beyond the limit.
     struct Shelf {
         var generation: UInt64 = 0
-        var entries: [Int64: Entry] = [:]
-        var order: [Int64] = []
+        var entries: [Key: Entry] = [:]
+        var order: [Key] = []
         var next = 0
 
         mutating func clear() {
@@ -68,7 +93,7 @@ final class ReadCache: Sendable {
     /// after reading it from the store when it is not cached.
     func lookup(_ entity: String, _ key: Int64) -> (entry: Entry?, generation: UInt64) {
         guard limit > 0, let shelf = shelves[entity] else { return (nil, 0) }
-        return shelf.withLock { ($0.entries[key], $0.generation) }
+        return shelf.withLock { ($0.entries[Key(key)], $0.generation) }
     }
 
     /// The generation of `entity`'s cached objects, to pass to ``store(_:_:_:generation:)`` for
@@ -83,6 +108,7 @@ final class ReadCache: Sendable {
         guard limit > 0, let shelf = shelves[entity] else { return }
         shelf.withLock { shelf in
             guard shelf.generation == generation else { return }
+            let key = Key(key)
             if shelf.entries.updateValue(entry, forKey: key) != nil { return }
             if shelf.order.count < limit {
                 shelf.order.append(key)
@@ -117,7 +143,7 @@ final class ReadCache: Sendable {
         for (identity, (shelf, keys)) in evicted where !cleared.contains(identity) {
             shelf.withLock { shelf in
                 shelf.generation &+= 1
-                for key in keys { shelf.entries[key] = nil }
+                for key in keys { shelf.entries[Key(key)] = nil }
             }
         }
     }
