@@ -121,15 +121,9 @@ extension ObjectContext {
                         continue
                     }
                 }
-                if keep {
-                    var kept = fetched[fetched.count - 1]
-                    kept.id = k
-                    results.append(kept)
-                } else {
-                    keys.append(k)
-                }
                 var state = fetched.removeLast()
                 state.id = k
+                if keep { results.append(state) } else { keys.append(k) }
                 // Consumed: a state stored while still in scope is copied into the table, a retain
                 // and a release of everything it holds.
                 s.objects[k] = consume state

@@ -2,16 +2,20 @@ import Foundation
 
 extension ObjectContext {
     /// The key under which `s` holds `id`: the permanent ID once known, else the temporary one.
-    func key(_ id: ObjectID, _ s: ContextStorage) -> ObjectID {
+    func key(_ id: ObjectID, _ s: ContextStorage) -> ObjectID { located(id, s).key }
+
+    /// The key `id` is held under (see `key`), and where its state is in `s.objects` when it has
+    /// one there, found in the same lookups.
+    func located(_ id: ObjectID, _ s: ContextStorage) -> (key: ObjectID, index: [ObjectID: ObjectState].Index?) {
         // `index(forKey:)` finds a key without copying the state out as `objects[key]` would.
         let canonical = registry.canonical(id)
-        if s.objects.index(forKey: canonical) != nil || s.deleted.index(forKey: canonical) != nil { return canonical }
-        if let temporary = registry.temporary(for: canonical),
-            s.objects.index(forKey: temporary) != nil || s.deleted.index(forKey: temporary) != nil
-        {
-            return temporary
+        if let index = s.objects.index(forKey: canonical) { return (canonical, index) }
+        if s.deleted.index(forKey: canonical) != nil { return (canonical, nil) }
+        if let temporary = registry.temporary(for: canonical) {
+            let index = s.objects.index(forKey: temporary)
+            if index != nil || s.deleted.index(forKey: temporary) != nil { return (temporary, index) }
         }
-        return canonical
+        return (canonical, nil)
     }
 
     /// The state of `id` in this context, loaded from the parent or the stores when first needed.
@@ -485,11 +489,8 @@ extension ObjectContext {
     /// attribute), read in place rather than through a copy of the whole state.
     func currentAttribute(_ id: ObjectID, _ name: String) throws(ContextError) -> AttributeValue? {
         try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
-            // A permanent ID is its own key when registered (see `key`): one lookup, and the value
-            // read in place rather than from a copy of the whole state.
-            if let index = s.objects.index(forKey: id.isTemporary ? key(id, s) : id) {
-                return s.objects.values[index].attribute(name)
-            }
+            // Read in place rather than from a copy of the whole state.
+            if let index = located(id, s).index { return s.objects.values[index].reading { $0.attributes[name] } }
             return try requireState(id, &s).attributes[name]
         }
     }

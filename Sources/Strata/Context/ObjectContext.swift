@@ -19,7 +19,7 @@ public final class ObjectContext: @unchecked Sendable {
 
     let registry: ObjectIDRegistry
     let storage = Locked(ContextStorage())
-    /// What this context's managed objects reach it through (only under `storage`'s lock).
+    /// What this context's managed objects reach it through (its one weak reference to itself).
     let link = ContextLink()
     /// The serial queue of `perform`, made on first use: most contexts (one per request) never need one.
     private let queueBox = Locked<DispatchQueue?>(nil)

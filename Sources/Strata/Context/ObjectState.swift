@@ -8,11 +8,9 @@ typealias ObjectState = StoreRow
 extension StoreRow {
     init(row: StoreRow) { self = row }
 
-    /// The value of attribute `name`. Mutating only so that a dictionary's entry is read in place
-    /// (through its modify accessor) instead of copied out whole with every reference it holds.
-    mutating func attribute(_ name: String) -> AttributeValue? { attributes[name] }
-
-    /// `body` applied to the state, in place (see `attribute(_:)`).
+    /// `body` applied to the state in place. Mutating only so that a dictionary's or an array's
+    /// element is reached through its modify accessor, instead of copied out whole with every
+    /// reference it holds.
     mutating func reading<R>(_ body: (borrowing ObjectState) -> R) -> R { body(self) }
 
     /// Whether any relationship holds an object.

@@ -144,10 +144,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// in memory already read.
     public func _rawHashValue(seed: Int) -> Int {
         let bits = hashBits
-        var x = (bits >> 3) ^ UInt64(UInt(bitPattern: seed))
-        x = (x ^ (x >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        x = (x ^ (x >> 27)) &* 0x94D0_49BB_1331_11EB
-        x ^= x >> 31
+        let x = splitMix64((bits >> 3) ^ UInt64(UInt(bitPattern: seed)))
         return Int(truncatingIfNeeded: (x & ~7) | (bits & 7))
     }
 }

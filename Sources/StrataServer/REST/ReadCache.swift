@@ -38,10 +38,7 @@ final class ReadCache: Sendable {
         func hash(into hasher: inout Hasher) { hasher.combine(value) }
 
         func _rawHashValue(seed: Int) -> Int {
-            var x = UInt64(bitPattern: value) ^ UInt64(UInt(bitPattern: seed))
-            x = (x ^ (x >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            x = (x ^ (x >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Int(truncatingIfNeeded: x ^ (x >> 31))
+            Int(truncatingIfNeeded: splitMix64(UInt64(bitPattern: value) ^ UInt64(UInt(bitPattern: seed))))
         }
     }
 
