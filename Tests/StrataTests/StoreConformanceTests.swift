@@ -181,6 +181,14 @@ import Testing
         #expect(Set(try store.relatedIDs(of: red.id, relationship: "books")) == [books[1].id, books[2].id])
         #expect(try store.relatedIDs(of: author.id, relationship: "books") == [books[1].id, books[2].id])
         try expectRowWithToMany(store, [author.id, shelf.id, red.id, books[1].id, items[1].id])
+        // In the order written, not in key order (blue's key is the greater), read apart or with the row.
+        #expect(try store.relatedIDs(of: books[1].id, relationship: "tags") == [blue.id, red.id])
+        #expect(
+            try store.rowWithToMany(for: books[1].id, model: conformanceModel)?.toMany["tags"] == [blue.id, red.id])
+        #expect(
+            try store.rowWithToMany(for: red.id, model: conformanceModel)?.toMany["books"] == [
+                books[1].id, books[2].id,
+            ])
         // Moving a book to no author.
         try store.save(
             StoreChanges(updates: [StoreUpdate(id: books[1].id, expectedVersion: 1, toOne: ["author": nil])]))

@@ -89,8 +89,25 @@ struct SQLiteSchema: Sendable {
 
     /// Each entity's ``RowPlan``.
     let rowPlans: [String: RowPlan]
+    /// How each entity's to-many relationships are read (see ``RelatedRead``).
+    let relatedReads: [String: [String: RelatedRead?]]
     /// ``relatedQuery(of:in:)``, worked out once.
     private let relatedQueries: [String: [String: (sql: SQLText, destination: String)?]]
+    /// For each entity alone in its table whose to-many relationships all lead to entities alone in
+    /// theirs: ``selectByKey`` with a ``RelatedRead/listing`` column per to-many relationship
+    /// after the row's columns, and the relationships in that order (nil: nothing to read). One
+    /// statement reads an object and its relationships in one snapshot, with no transaction around
+    /// it.
+    let selectWithToMany: [String: KeyedRead]
+
+    /// A ``selectWithToMany`` statement, with what decoding its rows needs.
+    struct KeyedRead: Sendable {
+        let sql: SQLText
+        /// The entity and its row plan.
+        let only: (entity: String, plan: RowPlan)
+        /// The to-many relationships, in the order of their columns.
+        let lists: [(name: String, read: RelatedRead?)]
+    }
     /// `SELECT _pk, _entity, _version, columns… FROM table WHERE _pk = ?`, per table.
     let selectByKey: [String: SQLText]
     /// `INSERT INTO table (_pk, _entity, _version, the entity's columns…) VALUES (?, …)`, per entity.
@@ -135,7 +152,9 @@ struct SQLiteSchema: Sendable {
             plans[entity] = plan
         }
         rowPlans = plans
-        relatedQueries = Self.relatedQueries(model: model, entities: entities, tables: tables)
+        let reads = Self.relatedReads(model: model, entities: entities, tables: tables)
+        relatedReads = reads
+        relatedQueries = reads.mapValues { $0.mapValues { $0.map { (SQLText($0.orderedSQL), $0.destination) } } }
         joinTables = model.joinTables(for: entities).filter { entities.contains($0.sourceEntity) }
         // Statements built once: the per-row paths only look them up.
         selectByKey = tables.mapValues { table in
@@ -144,6 +163,28 @@ struct SQLiteSchema: Sendable {
                     + (["\"_pk\"", "\"_entity\"", "\"_version\""] + table.columns.map { Self.quote($0.name) }).joined(
                         separator: ", ") + " FROM \(Self.quote(table.name)) WHERE \"_pk\" = ?")
         }
+        var withToMany: [String: KeyedRead] = [:]
+        for (name, table) in tables where table.entities.count == 1 {
+            let entity = table.entities[0]
+            guard let plan = plans[entity] else { continue }
+            let lists = model.relationships(of: entity).filter(\.isToMany).map {
+                ($0.name, reads[entity]?[$0.name] ?? nil)
+            }
+            // A key of a destination sharing its table with other entities needs its own lookup.
+            guard
+                lists.allSatisfy({ _, read in
+                    read.map { (tables[model.rootEntity(of: $0.destination)]?.entities.count ?? 1) == 1 } ?? true
+                })
+            else { continue }
+            let columns = ["\"_pk\"", "\"_entity\"", "\"_version\""] + table.columns.map { Self.quote($0.name) }
+            let listings = lists.compactMap { $0.1?.listing }
+            withToMany[entity] = KeyedRead(
+                sql: SQLText(
+                    "SELECT \((columns + listings).joined(separator: ", ")) FROM \(Self.quote(name)) WHERE \"_pk\" = ?1"
+                ),
+                only: (entity, plan), lists: lists)
+        }
+        selectWithToMany = withToMany
         var inserts: [String: SQLText] = [:]
         // Columns in the order the save binds them: attributes by layout, then foreign keys.
         for (entity, plan) in plans {
@@ -177,32 +218,97 @@ struct SQLiteSchema: Sendable {
         relatedQueries[entity]?[name] ?? nil
     }
 
-    static func relatedQueries(model: ObjectModel, entities: [String], tables: [String: Table]) -> [String: [String: (
-        sql: SQLText, destination: String
-    )?]] {
-        var queries: [String: [String: (sql: SQLText, destination: String)?]] = [:]
+    /// How the keys one object's to-many relationship holds are read: from `table`, the `key`
+    /// column of the rows whose `match` column holds the object's key, ordered by `position` and
+    /// then the key (by the key alone when `position` is nil).
+    ///
+    /// SQLite reads them unordered (`unordered`, or the `listing` column of a keyed read) and
+    /// ``sorted(_:)`` orders them: sorting one object's few keys costs less than the temporary
+    /// B-tree SQLite builds for an `ORDER BY` on a position no index holds.
+    struct RelatedRead: Sendable {
+        let destination: String
+        let table: String
+        let key: String
+        let match: String
+        let position: String?
+        /// `SELECT key[, position] FROM table WHERE match = ?`, built once.
+        let unordered: SQLText
+
+        init(destination: String, table: String, key: String, match: String, position: String?) {
+            self.destination = destination
+            self.table = table
+            self.key = key
+            self.match = match
+            self.position = position
+            unordered = SQLText(
+                "SELECT \(SQLiteSchema.quote(key))\(position.map { ", \(SQLiteSchema.quote($0))" } ?? "") FROM "
+                    + "\(SQLiteSchema.quote(table)) WHERE \(SQLiteSchema.quote(match)) = ?")
+        }
+
+        /// `SELECT key FROM table WHERE match = ? ORDER BY …`.
+        var orderedSQL: String {
+            "SELECT \(SQLiteSchema.quote(key)) FROM \(SQLiteSchema.quote(table)) WHERE \(SQLiteSchema.quote(match)) = ? ORDER BY "
+                + (position.map { "\(SQLiteSchema.quote($0)), \(SQLiteSchema.quote(key))" } ?? SQLiteSchema.quote(key))
+        }
+
+        /// A scalar subquery listing the keys of the object whose key is bound as `?1`, as
+        /// `key,position,key,position…` (or `key,key…`), in no particular order; NULL when there
+        /// are none.
+        var listing: String {
+            let item =
+                position.map { "\(SQLiteSchema.quote(key)) || ',' || \(SQLiteSchema.quote($0))" }
+                ?? SQLiteSchema.quote(key)
+            return
+                "(SELECT group_concat(\(item)) FROM \(SQLiteSchema.quote(table)) WHERE \(SQLiteSchema.quote(match)) = ?1)"
+        }
+
+        /// The keys of `values` (keys, or key and position pairs, as ``listing`` and ``unordered``
+        /// give them) in the relationship's order.
+        func sorted(_ values: [Int64]) -> [Int64] {
+            guard position != nil else { return values.sorted() }
+            var pairs: [(key: Int64, position: Int64)] = []
+            pairs.reserveCapacity(values.count / 2)
+            var index = 0
+            while index + 1 < values.count {
+                pairs.append((values[index], values[index + 1]))
+                index += 2
+            }
+            pairs.sort { ($0.position, $0.key) < ($1.position, $1.key) }
+            return pairs.map(\.key)
+        }
+    }
+
+    /// For each entity, how each of its to-many relationships is read (nil for one kept in a
+    /// foreign key of this side, which holds nothing to read here).
+    static func relatedReads(model: ObjectModel, entities: [String], tables: [String: Table]) -> [String: [String:
+        RelatedRead?]]
+    {
+        var reads: [String: [String: RelatedRead?]] = [:]
         for entity in entities {
             for relationship in model.relationships(of: entity) where relationship.isToMany {
                 let destination = relationship.destination
-                var sql: String?
+                var read: RelatedRead?
                 switch model.storage(of: relationship.name, in: entity) {
                 case .inverseForeignKey(let inverse)?:
                     if let table = tables[model.rootEntity(of: destination)] {
-                        sql =
-                            "SELECT \"_pk\" FROM \(quote(table.name)) WHERE \(quote(inverse)) = ? ORDER BY \"_pk\""
+                        read = RelatedRead(
+                            destination: destination, table: table.name, key: "_pk", match: inverse, position: nil)
                     }
                 case .joinTable(let join, let isSource)?:
-                    sql =
+                    read =
                         isSource
-                        ? "SELECT \"target\" FROM \(quote(join.name)) WHERE \"source\" = ? ORDER BY \"position\""
-                        : "SELECT \"source\" FROM \(quote(join.name)) WHERE \"target\" = ? ORDER BY "
-                            + (join.isTargetOrdered ? "\"target_position\", \"source\"" : "\"source\"")
-                default: sql = nil
+                        ? RelatedRead(
+                            destination: destination, table: join.name, key: "target", match: "source",
+                            position: "position")
+                        : RelatedRead(
+                            destination: destination, table: join.name, key: "source", match: "target",
+                            position: join.isTargetOrdered ? "target_position" : nil)
+                default: read = nil
                 }
-                queries[entity, default: [:]][relationship.name] = sql.map { (SQLText($0), destination) }
+                reads[entity, default: [:]][relationship.name] = .some(read)
             }
         }
-        return queries
+        return reads
     }
 
     /// The statements that create every table and index.

@@ -108,6 +108,36 @@ final class SQLiteStatement {
         return Array(UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column))))
     }
 
+    /// The integers of column `column` of the current row written as `4,-2,17` (what
+    /// `group_concat` makes of integers): empty for NULL, nil for any other text.
+    func integerList(_ column: Int32) -> [Int64]? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return [] }
+        let bytes = UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
+        var values: [Int64] = []
+        var value: Int64 = 0
+        var negative = false
+        var digits = 0
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                let (times, overflowTimes) = value.multipliedReportingOverflow(by: 10)
+                let (sum, overflowSum) = times.addingReportingOverflow(Int64(byte &- UInt8(ascii: "0")))
+                guard !overflowTimes, !overflowSum else { return nil }
+                value = sum
+                digits += 1
+            case UInt8(ascii: "-") where digits == 0 && !negative: negative = true
+            case UInt8(ascii: ","):
+                guard digits > 0 else { return nil }
+                values.append(negative ? -value : value)
+                (value, negative, digits) = (0, false, 0)
+            default: return nil
+            }
+        }
+        guard digits > 0 else { return bytes.isEmpty ? [] : nil }
+        values.append(negative ? -value : value)
+        return values
+    }
+
     /// Whether text column `column` of the current row holds exactly `bytes` (without copying it).
     func textBytes(_ column: Int32, equal bytes: [UInt8]) -> Bool {
         guard let pointer = sqlite3_column_text(handle, column) else { return bytes.isEmpty }

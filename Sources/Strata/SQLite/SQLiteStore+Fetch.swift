@@ -189,16 +189,52 @@ extension SQLiteStore {
         -> [ObjectID]
     {
         // A to-many kept in a foreign key on this side holds nothing to read here.
-        guard let (sql, destination) = schema.relatedQuery(of: name, in: entity) else { return [] }
-        let keys = try db.query(sql, [.integer(pk)]) { $0.int64(0) }
+        guard let read = schema.relatedReads[entity]?[name] ?? nil else { return [] }
+        let width = read.position == nil ? 1 : 2
+        var values: [Int64] = []
+        let statement = try db.statement(read.unordered)
+        defer { statement.reset() }
+        try statement.bind(.integer(pk), at: 1)
+        while try statement.step() {
+            for column in 0..<Int32(width) { values.append(statement.int64(column)) }
+        }
+        return try ids(read.sorted(values), of: read.destination, db: db)
+    }
+
+    /// The IDs of `keys` of `destination`'s table.
+    private func ids(_ keys: [Int64], of destination: String, db: SQLiteConnection) throws -> [ObjectID] {
         if (schema.table(for: destination)?.entities.count ?? 1) == 1 { return keys.map { self.id(destination, $0) } }
         return try keys.map { try self.objectID(destination, $0, db: db) }
     }
 
-    /// The row and its to-many relationships in one read transaction: one snapshot, and one
-    /// acquisition of the WAL read lock instead of one per statement.
+    /// The row and its to-many relationships in one snapshot: in one statement when the schema has
+    /// one for the entity (``SQLiteSchema/selectWithToMany``), else in one read transaction (one
+    /// acquisition of the WAL read lock instead of one per statement).
     public func rowWithToMany(for id: ObjectID, model: ObjectModel) throws(StoreError) -> StoreRow? {
-        guard let readRow = keyedRead(id), let pk = id.primaryKey else { return nil }
+        guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey else { return nil }
+        if let keyed = schema.selectWithToMany[id.entityName], entityNames.contains(id.entityName) {
+            let found: StoreRow?? = try read { db in
+                let statement = try db.statement(keyed.sql)
+                defer { statement.reset() }
+                try statement.bind(.integer(pk), at: 1)
+                guard try statement.step() else { return .some(nil) }
+                var row = try decodeRow(statement, only: keyed.only, db: db)
+                var column = sqlite3ColumnCount(statement) - Int32(keyed.lists.count(where: { $0.read != nil }))
+                for (name, read) in keyed.lists {
+                    guard let read else {
+                        row.toMany[name] = []
+                        continue
+                    }
+                    // Anything but a list of integers: read the relationship the usual way.
+                    guard let values = statement.integerList(column) else { return nil }
+                    row.toMany[name] = try ids(read.sorted(values), of: read.destination, db: db)
+                    column += 1
+                }
+                return .some(row)
+            }
+            if let found { return found }
+        }
+        guard let readRow = keyedRead(id) else { return nil }
         return try read { db in
             try db.run("BEGIN")
             defer {

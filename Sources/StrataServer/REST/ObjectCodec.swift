@@ -66,39 +66,43 @@ struct ObjectCodec {
     /// The JSON form of a stored row (the same bytes ``render(_:)`` gives for the object), with the
     /// contents of its to-many relationships.
     func render(row: StoreRow, toMany: [String: [ObjectID]]) -> [UInt8] {
-        var out: [UInt8] = [UInt8(ascii: "{")]
-        out.reserveCapacity(512)
         guard let plan = plans[row.id.entityName] else { return Array("{}".utf8) }
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
+        out.append(UInt8(ascii: "{"))
         let positional = plan.layout.map { row.attributes.follows($0) } ?? false
-        func writeKey(_ id: ObjectID?) {
-            if let pk = id?.primaryKey { JSONValue.writeInteger(pk, to: &out) } else { out += Self.null }
-        }
-        plan.keyBytes.withUnsafeBufferPointer { keys in
-            var start = 0
-            for (index, member) in plan.members.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                let end = plan.keyEnds[index]
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: keys[start..<end]))
-                start = end
-                switch member {
-                case .id: writeKey(row.id)
-                case .version: JSONValue.writeInteger(row.version, to: &out)
-                case .attribute(let name, let position):
-                    Self.write(
-                        (positional ? row.attributes[position: position] : row.attributes[name]) ?? .null, to: &out)
-                case .toOne(let name): writeKey(row.toOne[name] ?? nil)
-                case .toMany(let name):
-                    out.append(UInt8(ascii: "["))
-                    for (position, id) in (toMany[name] ?? []).enumerated() {
+        var start = 0
+        // Written in place, with no local function capturing `out`: a captured variable is boxed,
+        // and every access to it was checked for exclusivity at run time.
+        for index in plan.members.indices {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            let end = plan.keyEnds[index]
+            out += plan.keyBytes[start..<end]
+            start = end
+            switch plan.members[index] {
+            case .id: Self.writeKey(row.id, to: &out)
+            case .version: JSONValue.writeInteger(row.version, to: &out)
+            case .attribute(let name, let position):
+                Self.write((positional ? row.attributes[position: position] : row.attributes[name]) ?? .null, to: &out)
+            case .toOne(let name): Self.writeKey(row.toOne[name] ?? nil, to: &out)
+            case .toMany(let name):
+                out.append(UInt8(ascii: "["))
+                if let ids = toMany[name] {
+                    for position in ids.indices {
                         if position > 0 { out.append(UInt8(ascii: ",")) }
-                        writeKey(id)
+                        Self.writeKey(ids[position], to: &out)
                     }
-                    out.append(UInt8(ascii: "]"))
                 }
+                out.append(UInt8(ascii: "]"))
             }
         }
         out.append(UInt8(ascii: "}"))
         return out
+    }
+
+    /// An object's primary key, or null.
+    private static func writeKey(_ id: ObjectID?, to out: inout [UInt8]) {
+        if let pk = id?.primaryKey { JSONValue.writeInteger(pk, to: &out) } else { out += null }
     }
 
     private static let null = Array("null".utf8)
