@@ -29,6 +29,19 @@ final class SQLiteConnection {
     /// When the statement running must stop (uptime nanoseconds; 0: never). Read by the progress
     /// handler ``limitTime()`` installs.
     var deadline: UInt64 = 0
+    /// The read transaction a reader keeps between reads: the stores' write count when it began,
+    /// and when (see `SQLiteStore.read`).
+    var snapshot: (writes: UInt64, began: UInt64)?
+
+    /// Whether no transaction is open.
+    var isInAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
+
+    /// Ends the kept read transaction, if any.
+    func endSnapshot() {
+        guard snapshot != nil else { return }
+        snapshot = nil
+        if !isInAutocommit, (try? run("COMMIT")) == nil { try? execute("ROLLBACK") }
+    }
     private var limitsTime = false
 
     /// Process-wide settings, applied once before the first connection opens.

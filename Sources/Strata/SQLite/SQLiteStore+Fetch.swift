@@ -207,9 +207,8 @@ extension SQLiteStore {
         return try keys.map { try self.objectID(destination, $0, db: db) }
     }
 
-    /// The row and its to-many relationships in one snapshot: in one statement when the schema has
-    /// one for the entity (``SQLiteSchema/selectWithToMany``), else in one read transaction (one
-    /// acquisition of the WAL read lock instead of one per statement).
+    /// The row and its to-many relationships in one snapshot (every read is in one transaction):
+    /// in one statement when the schema has one for the entity (``SQLiteSchema/selectWithToMany``).
     public func rowWithToMany(for id: ObjectID, model: ObjectModel) throws(StoreError) -> StoreRow? {
         guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey else { return nil }
         if let keyed = schema.selectWithToMany[id.entityName], entityNames.contains(id.entityName) {
@@ -236,11 +235,6 @@ extension SQLiteStore {
         }
         guard let readRow = keyedRead(id) else { return nil }
         return try read { db in
-            try db.run("BEGIN")
-            defer {
-                // A connection must never go back to the pool inside a transaction.
-                if (try? db.run("COMMIT")) == nil { try? db.execute("ROLLBACK") }
-            }
             guard var row = try readRow(db) else { return nil }
             for relationship in model.relationships(of: row.id.entityName) where relationship.isToMany {
                 row.toMany[relationship.name] = try relatedIDs(

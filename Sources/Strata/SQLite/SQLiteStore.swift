@@ -38,6 +38,13 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         let failingCommits = Atomic<Int>(0)
     #endif
     private let readers = Locked<[SQLiteConnection]>([])
+    /// Writes to this store's file through stores of this process (shared by every store open on
+    /// the file): a reader keeps its snapshot from one read to the next only while this has not
+    /// moved (see ``read(_:)``).
+    private let writes: WriteCount
+    /// Ends the snapshots of readers idle longer than ``snapshotLifetime``; made last in `init`
+    /// (libdispatch traps when a source that was never activated is released), read only after.
+    private var sweeper: (any DispatchSourceTimer)?
     /// The SQL of fetch requests read lately, by request (without its window): the same list asked
     /// again skips turning its predicate into SQL. At most ``fetchSQLLimit`` are kept.
     let fetchSQL = Locked<[FetchSQLKey: FetchSQL]>([:])
@@ -68,6 +75,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         }
         self.model = model
         self.url = url
+        writes = WriteCount.of(url.standardizedFileURL.resolvingSymlinksInPath().path)
         self.configuration = configuration == ObjectModel.defaultConfiguration ? nil : configuration
         self.options = options
         entityNames = Set(entities)
@@ -142,7 +150,14 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         let identifier = metadata.identifier
         homes = Dictionary(
             uniqueKeysWithValues: model.entityNames.map { ($0, ObjectID.Home.of(entity: $0, store: identifier)) })
+        let sweeper = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+        sweeper.setEventHandler { [weak self] in self?.endIdleSnapshots(olderThan: Self.snapshotLifetime) }
+        sweeper.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(250))
+        sweeper.activate()
+        self.sweeper = sweeper
     }
+
+    deinit { sweeper?.cancel() }
 
     /// The ID of the object with primary key `pk` of `entity` in this store.
     func id(_ entity: String, _ pk: Int64) -> ObjectID {
@@ -311,7 +326,20 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         return StoreError(.io, "SQLite read failed: \(error.message)", storeURL: url, underlying: error)
     }
 
-    /// Runs `body` on a reader connection.
+    /// How long a reader may keep one snapshot (see ``read(_:)``): how late it may see a write
+    /// another process made to the file.
+    static let snapshotLifetime: UInt64 = 20_000_000
+
+    /// Runs `body` on a reader connection, inside a read transaction: everything `body` reads
+    /// comes from one snapshot.
+    ///
+    /// The reader keeps its transaction when it goes back to the pool, and the next read on it
+    /// uses the same snapshot as long as no store of this process wrote the file since (see
+    /// ``releaseWriter()``) and the snapshot is younger than ``snapshotLifetime``. Beginning and
+    /// ending a transaction costs two `fcntl` locks and an `fstat` of the file: measured on a C loop
+    /// over 200,000 rows, a read by key took 7.1–7.8 µs in a transaction of its own and 3.2–3.6 µs
+    /// in a kept one. Readers idle in the pool end their transactions after a write of this process
+    /// and after ``snapshotLifetime``, so that none holds the WAL back for long.
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws(StoreError) -> T {
         try checkOpen()
         let connection: SQLiteConnection
@@ -326,13 +354,34 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             }
         }
         defer { readers.withLock { $0.append(connection) } }
+        // Read before the snapshot begins: a write counted after this may be missing from it.
+        let written = writes.value.load(ordering: .acquiring)
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let kept = connection.snapshot, kept.writes != written || now &- kept.began > Self.snapshotLifetime {
+            connection.endSnapshot()
+        }
+        if connection.snapshot == nil {
+            do {
+                try connection.run("BEGIN")
+            } catch {
+                throw Self.readError(error, url: url, budget: options.queryBudget)
+            }
+            connection.snapshot = (written, now)
+        }
+        var succeeded = false
+        defer {
+            // After a failure, or when SQLite ended the transaction itself (an interrupted query).
+            if !succeeded || connection.isInAutocommit { connection.endSnapshot() }
+        }
         if let budget = options.queryBudget {
             connection.limitTime()
             connection.deadline = DispatchTime.now().uptimeNanoseconds + UInt64(budget * 1e9)
         }
         defer { connection.deadline = 0 }
         do {
-            return try body(connection)
+            let result = try body(connection)
+            succeeded = true
+            return result
         } catch let error as StoreError {
             throw error
         } catch let error as SQLiteError {
@@ -374,7 +423,24 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         return error.storeError(doing, url: url, entity: entity)
     }
 
-    func releaseWriter() { writerGate.signal() }
+    func releaseWriter() {
+        // Counted after the commit and before the caller answers anyone: a read that begins after
+        // the writer's answer does not keep an older snapshot.
+        writes.value.add(1, ordering: .releasing)
+        writerGate.signal()
+        endIdleSnapshots(olderThan: 0)
+    }
+
+    /// Ends the transactions of the readers in the pool whose snapshot began more than `age`
+    /// nanoseconds ago, so that they do not hold the WAL back.
+    private func endIdleSnapshots(olderThan age: UInt64) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        readers.withLock { pool in
+            for connection in pool {
+                if let kept = connection.snapshot, now &- kept.began >= age { connection.endSnapshot() }
+            }
+        }
+    }
 
     public func newObjectIDs(entity: String, count: Int) throws(StoreError) -> [ObjectID] {
         try checkOpen()
@@ -406,8 +472,28 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     public func close() {
         writerGate.wait()
         closed.store(true, ordering: .releasing)
-        try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        sweeper?.cancel()
+        // Closed first: a reader's snapshot would keep the checkpoint from emptying the WAL.
         readers.withLock { $0.removeAll() }
+        try? writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         writerGate.signal()
+    }
+}
+
+/// How many times a database file was written through the stores of this process: one counter
+/// per file, shared by every store open on it.
+final class WriteCount: Sendable {
+    let value = Atomic<UInt64>(0)
+
+    private static let byPath = Locked<[String: WriteCount]>([:])
+
+    /// The counter of the file at `path` (a resolved, standardized path).
+    static func of(_ path: String) -> WriteCount {
+        byPath.withLock { counts in
+            if let known = counts[path] { return known }
+            let count = WriteCount()
+            counts[path] = count
+            return count
+        }
     }
 }
