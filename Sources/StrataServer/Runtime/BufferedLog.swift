@@ -39,12 +39,20 @@ public final class BufferedLog: @unchecked Sendable {
     /// Appends `line` and a newline.
     public func write(_ line: String) {
         var line = line
+        line.withUTF8 { append($0) }
+    }
+
+    /// Appends the UTF-8 bytes of a line and a newline.
+    public func write(_ line: [UInt8]) {
+        line.withUnsafeBufferPointer { append($0) }
+    }
+
+    private func append(_ line: UnsafeBufferPointer<UInt8>) {
         condition.lock()
-        let count = line.utf8.count + 1
-        if pending.count + count > limit {
+        if pending.count + line.count + 1 > limit {
             dropped += 1
         } else {
-            line.withUTF8 { pending.append(contentsOf: $0) }
+            pending.append(contentsOf: line)
             pending.append(UInt8(ascii: "\n"))
         }
         let wake = pending.count >= 64 << 10
