@@ -21,6 +21,9 @@ import Testing
         ("/ünï/7", .item(entity: "Unicode", id: "7")), ("/live-data", .collection(entity: "Live")),
         ("/lives", .unknown), ("/liv", .unknown), ("/nope", .unknown), ("/nope/1", .unknown),
         ("/live/1", .unknown), ("/docs/a/b", .unknown), ("books/42", .unknown),
+        // A combining mark after a slash makes one character with it: segments split by bytes.
+        ("/books/\u{301}1", .item(entity: "Book", id: "\u{301}1")),
+        ("/books/1/\u{301}x", .property(entity: "Book", id: "1", name: "\u{301}x")),
     ])
     func pathsParse(path: String, route: Route) {
         #expect(Route(path: path, resources: Self.resources) == route)

@@ -32,16 +32,19 @@ enum Route: Equatable {
     /// Parses a decoded path against the model's resource paths.
     init(path: String, resources: [String: String]) {
         var trimmed = Substring(path)
-        if trimmed.utf8.count > 1, trimmed.utf8.last == UInt8(ascii: "/") { trimmed = trimmed.dropLast() }
+        if trimmed.utf8.count > 1, trimmed.utf8.last == UInt8(ascii: "/") {
+            trimmed = trimmed[..<trimmed.utf8.index(before: trimmed.endIndex)]
+        }
         // The segments after the first slash, at most four (more is no route): by UTF-8 bytes and
-        // without an array, as this runs for every request.
+        // without an array, as this runs for every request. Indices move through the UTF-8 view:
+        // a `Substring`'s own `index(after:)` steps by characters, finding grapheme breaks.
         var segments: (Substring, Substring, Substring) = ("", "", "")
         var count = 0
-        if let slash = trimmed.utf8.firstIndex(of: UInt8(ascii: "/")) {
-            var rest = trimmed[trimmed.index(after: slash)...]
+        let bytes = trimmed.utf8
+        if var start = bytes.firstIndex(of: UInt8(ascii: "/")).map({ bytes.index(after: $0) }) {
             while count < 4 {
-                let next = rest.utf8.firstIndex(of: UInt8(ascii: "/"))
-                let segment = next.map { rest[..<$0] } ?? rest
+                let next = bytes[start...].firstIndex(of: UInt8(ascii: "/"))
+                let segment = trimmed[start..<(next ?? bytes.endIndex)]
                 switch count {
                 case 0: segments.0 = segment
                 case 1: segments.1 = segment
@@ -50,7 +53,7 @@ enum Route: Equatable {
                 }
                 count += 1
                 guard let next else { break }
-                rest = rest[rest.index(after: next)...]
+                start = bytes.index(after: next)
             }
         }
         let first = segments.0
