@@ -378,15 +378,19 @@ struct ListQuery {
                 "unknown query parameter '\(name)': not a filterable attribute or to-one relationship of \(entity)",
                 errors: [.init(field: name, code: "unknown", message: "unknown filter")])
         }
+        // Split by UTF-8 bytes: a value starting with a combining mark makes one character with
+        // the dot before it.
         var text = Substring(raw)
         var negate = false
-        if text.hasPrefix("not.") {
+        if text.utf8.starts(with: "not.".utf8) {
             negate = true
-            text = text.dropFirst(4)
+            text = text[text.utf8.index(text.startIndex, offsetBy: 4)...]
         }
-        guard let dot = text.firstIndex(of: ".") else { throw bad("expected op.value, e.g. eq.42") }
+        guard let dot = text.utf8.firstIndex(of: UInt8(ascii: ".")) else {
+            throw bad("expected op.value, e.g. eq.42")
+        }
         let op = String(text[..<dot])
-        let operand = String(text[text.index(after: dot)...])
+        let operand = String(text[text.utf8.index(after: dot)...])
         func value(_ literal: String) throws(Problem) -> PredicateTerm {
             if let relationship {
                 if literal == "null" { return .object(nil) }
@@ -416,12 +420,16 @@ struct ListQuery {
             predicate = .comparison(
                 Comparison(path, .like, .constant(.string(operand)), options: op == "ilike" ? .caseInsensitive : []))
         case "in":
-            guard operand.hasPrefix("("), operand.hasSuffix(")") else { throw bad("in takes a list: in.(a,b)") }
-            let inner = operand.dropFirst().dropLast()
+            let bytes = operand.utf8
+            guard bytes.count >= 2, bytes.first == UInt8(ascii: "("), bytes.last == UInt8(ascii: ")") else {
+                throw bad("in takes a list: in.(a,b)")
+            }
+            // By UTF-8 bytes, like the operator: an item may start with a combining mark.
+            let inner = bytes.dropFirst().dropLast()
             var items: [PredicateTerm] = []
             if !inner.isEmpty {
-                for item in inner.split(separator: ",", omittingEmptySubsequences: false) {
-                    items.append(try value(String(item)))
+                for item in inner.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+                    items.append(try value(String(decoding: item, as: UTF8.self)))
                 }
             }
             predicate = .comparison(Comparison(path, .in, .list(items)))
