@@ -22,6 +22,8 @@
 # Environment: SCHEMATHESIS_MAX_EXAMPLES (default 25) and SCHEMATHESIS_SEED (default: random).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# Unique Idempotency-Keys in schemathesis runs (see the file).
+export SCHEMATHESIS_HOOKS="$PWD/scripts/schemathesis_hooks.py"
 
 venv=.venv
 binary=.build/debug/strata

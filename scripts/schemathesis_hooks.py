@@ -1,0 +1,28 @@
+"""Schemathesis hooks for scripts/http-checks.sh and scripts/model-checks.py (loaded through
+SCHEMATHESIS_HOOKS, which both set).
+
+Every valid Idempotency-Key the generator makes gets a suffix of its own, so that no two requests
+of a run share a key. The generator sends the same short keys ("0") again and again; with the same
+request, the server then answers the first answer again, as the IETF draft says it must: a
+created object's 201 even after a later DELETE removed the object, which the stateful phase then
+reports as "created resource not found" (ST302) when it follows the replayed Location. Reused keys,
+replays and the 422 for a key sent with another request are checked by IdempotencyTests (a real
+server on a loopback port); keys that break the header's pattern, or are longer than 240
+characters, are left as generated.
+"""
+
+import itertools
+import re
+
+import schemathesis
+
+_VALID = re.compile(r"^[!-~]{1,240}$")
+_NUMBERS = itertools.count()
+
+
+@schemathesis.hook
+def before_call(context, case, **kwargs):
+    headers = case.headers or {}
+    for name in list(headers):
+        if name.lower() == "idempotency-key" and isinstance(headers[name], str) and _VALID.match(headers[name]):
+            headers[name] = f"{headers[name]}~{next(_NUMBERS)}"
