@@ -105,6 +105,8 @@ struct SQLiteSchema: Sendable {
         let sql: SQLText
         /// The entity and its row plan.
         let only: (entity: String, plan: RowPlan)
+        /// The column of the first relationship's keys (after the row's own).
+        let firstList: Int32
         /// The to-many relationships, in the order of their columns.
         let lists: [(name: String, read: RelatedRead?)]
     }
@@ -171,18 +173,14 @@ struct SQLiteSchema: Sendable {
                 ($0.name, reads[entity]?[$0.name] ?? nil)
             }
             // A key of a destination sharing its table with other entities needs its own lookup.
-            guard
-                lists.allSatisfy({ _, read in
-                    read.map { (tables[model.rootEntity(of: $0.destination)]?.entities.count ?? 1) == 1 } ?? true
-                })
-            else { continue }
+            guard lists.allSatisfy({ _, read in read?.destinationIsAlone ?? true }) else { continue }
             let columns = ["\"_pk\"", "\"_entity\"", "\"_version\""] + table.columns.map { Self.quote($0.name) }
             let listings = lists.compactMap { $0.1?.listing }
             withToMany[entity] = KeyedRead(
                 sql: SQLText(
                     "SELECT \((columns + listings).joined(separator: ", ")) FROM \(Self.quote(name)) WHERE \"_pk\" = ?1"
                 ),
-                only: (entity, plan), lists: lists)
+                only: (entity, plan), firstList: Int32(columns.count), lists: lists)
         }
         selectWithToMany = withToMany
         var inserts: [String: SQLText] = [:]
@@ -231,11 +229,18 @@ struct SQLiteSchema: Sendable {
         let key: String
         let match: String
         let position: String?
+        /// Whether `destination` is alone in its table, so that a key names an object of
+        /// `destination` itself (else each key's concrete entity is looked up).
+        let destinationIsAlone: Bool
         /// `SELECT key[, position] FROM table WHERE match = ?`, built once.
         let unordered: SQLText
 
-        init(destination: String, table: String, key: String, match: String, position: String?) {
+        init(
+            destination: String, destinationIsAlone: Bool, table: String, key: String, match: String,
+            position: String?
+        ) {
             self.destination = destination
+            self.destinationIsAlone = destinationIsAlone
             self.table = table
             self.key = key
             self.match = match
@@ -287,21 +292,26 @@ struct SQLiteSchema: Sendable {
         for entity in entities {
             for relationship in model.relationships(of: entity) where relationship.isToMany {
                 let destination = relationship.destination
+                // A destination in another store has no table here; its keys name it.
+                let alone = (tables[model.rootEntity(of: destination)]?.entities.count ?? 1) == 1
                 var read: RelatedRead?
                 switch model.storage(of: relationship.name, in: entity) {
                 case .inverseForeignKey(let inverse)?:
                     if let table = tables[model.rootEntity(of: destination)] {
                         read = RelatedRead(
-                            destination: destination, table: table.name, key: "_pk", match: inverse, position: nil)
+                            destination: destination, destinationIsAlone: alone, table: table.name, key: "_pk",
+                            match: inverse, position: nil)
                     }
                 case .joinTable(let join, let isSource)?:
                     read =
                         isSource
                         ? RelatedRead(
-                            destination: destination, table: join.name, key: "target", match: "source",
+                            destination: destination, destinationIsAlone: alone, table: join.name, key: "target",
+                            match: "source",
                             position: "position")
                         : RelatedRead(
-                            destination: destination, table: join.name, key: "source", match: "target",
+                            destination: destination, destinationIsAlone: alone, table: join.name, key: "source",
+                            match: "target",
                             position: join.isTargetOrdered ? "target_position" : nil)
                 default: read = nil
                 }

@@ -198,13 +198,13 @@ extension SQLiteStore {
         while try statement.step() {
             for column in 0..<Int32(width) { values.append(statement.int64(column)) }
         }
-        return try ids(read.sorted(values), of: read.destination, db: db)
+        return try ids(read.sorted(values), of: read, db: db)
     }
 
-    /// The IDs of `keys` of `destination`'s table.
-    private func ids(_ keys: [Int64], of destination: String, db: SQLiteConnection) throws -> [ObjectID] {
-        if (schema.table(for: destination)?.entities.count ?? 1) == 1 { return keys.map { self.id(destination, $0) } }
-        return try keys.map { try self.objectID(destination, $0, db: db) }
+    /// The IDs of `keys` of `read`'s destination table.
+    private func ids(_ keys: [Int64], of read: SQLiteSchema.RelatedRead, db: SQLiteConnection) throws -> [ObjectID] {
+        if read.destinationIsAlone { return keys.map { self.id(read.destination, $0) } }
+        return try keys.map { try self.objectID(read.destination, $0, db: db) }
     }
 
     /// The row and its to-many relationships in one snapshot (every read is in one transaction):
@@ -218,7 +218,7 @@ extension SQLiteStore {
                 try statement.bind(.integer(pk), at: 1)
                 guard try statement.step() else { return .some(nil) }
                 var row = try decodeRow(statement, only: keyed.only, db: db)
-                var column = sqlite3ColumnCount(statement) - Int32(keyed.lists.count(where: { $0.read != nil }))
+                var column = keyed.firstList
                 for (name, read) in keyed.lists {
                     guard let read else {
                         row.toMany[name] = []
@@ -226,7 +226,7 @@ extension SQLiteStore {
                     }
                     // Anything but a list of integers: read the relationship the usual way.
                     guard let values = statement.integerList(column) else { return nil }
-                    row.toMany[name] = try ids(read.sorted(values), of: read.destination, db: db)
+                    row.toMany[name] = try ids(read.sorted(values), of: read, db: db)
                     column += 1
                 }
                 return .some(row)

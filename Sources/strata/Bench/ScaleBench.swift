@@ -113,22 +113,14 @@ struct ScaleBench {
     }
 
     /// One size's `strata serve` child process, ready, with its start-up time and memory.
-    final class Served {
+    struct Served {
         let books: Int
         let process: Process
-        let base: String
         let port: Int
         let startupMilliseconds: Double
         let rssAfterStartup: Int
 
-        init(books: Int, process: Process, port: Int, startupMilliseconds: Double, rssAfterStartup: Int) {
-            self.books = books
-            self.process = process
-            self.port = port
-            base = "http://127.0.0.1:\(port)"
-            self.startupMilliseconds = startupMilliseconds
-            self.rssAfterStartup = rssAfterStartup
-        }
+        var base: String { "http://127.0.0.1:\(port)" }
 
         func stop() {
             guard process.isRunning else { return }
