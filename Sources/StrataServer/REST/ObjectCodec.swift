@@ -24,27 +24,49 @@ struct ObjectCodec {
         case toMany(String)
     }
 
-    /// How one entity renders: its members in key order, and every member's `"key":` bytes laid
-    /// end to end (so rendering copies bytes without retaining an array per member).
-    final class Plan: Sendable {
+    /// How one entity renders: its members in key order, and every member's `,"key":null` bytes
+    /// laid end to end in memory of its own (`{` instead of the comma for the first), so that a
+    /// member is one copy of bytes: its separator and key, and its `null` too when it has no value.
+    final class Plan: @unchecked Sendable {
         let layout: AttributeLayout?
         let members: [Member]
-        let keyBytes: [UInt8]
+        /// Every member's bytes; never written after `init` (hence `@unchecked Sendable`).
+        let bytes: UnsafeMutableBufferPointer<UInt8>
+        /// Where each member's bytes start, and where its `"key":` and its `null` end.
+        let starts: [Int]
         let keyEnds: [Int]
+        let nullEnds: [Int]
 
         init(_ members: [(String, Member)], layout: AttributeLayout?) {
             self.layout = layout
             let sorted = members.sorted { $0.0 < $1.0 }
             self.members = sorted.map(\.1)
-            var bytes: [UInt8] = []
-            var ends: [Int] = []
+            var laid: [UInt8] = []
+            var starts: [Int] = []
+            var keyEnds: [Int] = []
+            var nullEnds: [Int] = []
             for (name, _) in sorted {
-                JSONValue.writeString(name, to: &bytes)
-                bytes.append(UInt8(ascii: ":"))
-                ends.append(bytes.count)
+                starts.append(laid.count)
+                laid.append(laid.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
+                JSONValue.writeString(name, to: &laid)
+                laid.append(UInt8(ascii: ":"))
+                keyEnds.append(laid.count)
+                laid += ObjectCodec.null
+                nullEnds.append(laid.count)
             }
-            keyBytes = bytes
-            keyEnds = ends
+            bytes = .allocate(capacity: max(1, laid.count))
+            _ = bytes.initialize(from: laid)
+            self.starts = starts
+            self.keyEnds = keyEnds
+            self.nullEnds = nullEnds
+        }
+
+        deinit { bytes.deallocate() }
+
+        /// Member `index`'s separator and key, with `null` after it when `null` is set.
+        @inline(__always)
+        func key(_ index: Int, null: Bool = false) -> UnsafeBufferPointer<UInt8> {
+            UnsafeBufferPointer(rebasing: bytes[starts[index]..<(null ? nullEnds[index] : keyEnds[index])])
         }
     }
 
@@ -68,24 +90,34 @@ struct ObjectCodec {
     func render(row: StoreRow, toMany: [String: [ObjectID]]) -> [UInt8] {
         guard let plan = plans[row.id.entityName] else { return Array("{}".utf8) }
         var out: [UInt8] = []
-        out.reserveCapacity(512)
-        out.append(UInt8(ascii: "{"))
+        out.reserveCapacity(plan.bytes.count + 256)
         let positional = plan.layout.map { row.attributes.follows($0) } ?? false
-        var start = 0
         // Written in place, with no local function capturing `out`: a captured variable is boxed,
         // and every access to it was checked for exclusivity at run time.
         for index in plan.members.indices {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            let end = plan.keyEnds[index]
-            out += plan.keyBytes[start..<end]
-            start = end
             switch plan.members[index] {
-            case .id: Self.writeKey(row.id, to: &out)
-            case .version: JSONValue.writeInteger(row.version, to: &out)
+            case .id:
+                out.append(contentsOf: plan.key(index))
+                Self.writeKey(row.id, to: &out)
+            case .version:
+                out.append(contentsOf: plan.key(index))
+                JSONValue.writeInteger(row.version, to: &out)
             case .attribute(let name, let position):
-                Self.write((positional ? row.attributes[position: position] : row.attributes[name]) ?? .null, to: &out)
-            case .toOne(let name): Self.writeKey(row.toOne[name] ?? nil, to: &out)
+                switch positional ? row.attributes[position: position] : row.attributes[name] {
+                case .none, .null?: out.append(contentsOf: plan.key(index, null: true))
+                case let value?:
+                    out.append(contentsOf: plan.key(index))
+                    Self.write(value, to: &out)
+                }
+            case .toOne(let name):
+                if let pk = row.toOne[name]??.primaryKey {
+                    out.append(contentsOf: plan.key(index))
+                    JSONValue.writeInteger(pk, to: &out)
+                } else {
+                    out.append(contentsOf: plan.key(index, null: true))
+                }
             case .toMany(let name):
+                out.append(contentsOf: plan.key(index))
                 out.append(UInt8(ascii: "["))
                 if let ids = toMany[name] {
                     for position in ids.indices {
@@ -96,6 +128,7 @@ struct ObjectCodec {
                 out.append(UInt8(ascii: "]"))
             }
         }
+        if plan.members.isEmpty { out.append(UInt8(ascii: "{")) }
         out.append(UInt8(ascii: "}"))
         return out
     }
@@ -105,7 +138,7 @@ struct ObjectCodec {
         if let pk = id?.primaryKey { JSONValue.writeInteger(pk, to: &out) } else { out += null }
     }
 
-    private static let null = Array("null".utf8)
+    fileprivate static let null = Array("null".utf8)
 
     /// Writes an attribute value's JSON form: the common kinds directly, the rest through `json`.
     static func write(_ value: AttributeValue, to out: inout [UInt8]) {
