@@ -28,6 +28,8 @@ public final class RESTService: Sendable {
     /// Each entity's object route as the metrics name it (`/books/{id}`), written once: reads by
     /// id are most of the requests counted.
     private let itemTemplates: [String: String]
+    /// Each entity's to-many relationships, which a rendering lists.
+    let toManyNames: [String: [String]]
     /// For each entity, the attributes an index the model declares starts with (its own and its
     /// ancestors' fetch indexes and uniqueness constraints): what a cheap list filters and sorts by.
     let leadingIndexed: [String: Set<String>]
@@ -101,6 +103,10 @@ public final class RESTService: Sendable {
                 reads.model.entityAndSubentities(of: reads.model.rootEntity(of: $0)).count == 1
             })
         itemTemplates = pathByEntity.mapValues { Route.item(entity: $0, id: "").template { $0 } }
+        toManyNames = Dictionary(
+            uniqueKeysWithValues: reads.model.entityNames.map { entity in
+                (entity, reads.model.relationships(of: entity).filter(\.isToMany).map(\.name))
+            })
         var leading: [String: Set<String>] = [:]
         for entity in reads.model.entityNames {
             var names = Set<String>()
