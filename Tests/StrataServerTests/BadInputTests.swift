@@ -115,6 +115,13 @@ import Testing
                     #"{"operations": [{"method": "POST", "path": "/search-logs", "body": {"query": "q"}}, {"method": "POST", "path": "/books", "body": {"title": 1}}]}"#,
                 status: 422),
             Case("batch that is not a batch", "POST", "/_batch", json: #"{"ops": []}"#, status: 400),
+            Case(
+                "batch path with a query string", "POST", "/_batch",
+                json: #"{"operations": [{"method": "GET", "path": "/books?limit=1"}]}"#, status: 400),
+            // "?" and a combining mark are one Character, but still a query string.
+            Case(
+                "batch path with a query string starting with a combining mark", "POST", "/_batch",
+                json: #"{"operations": [{"method": "GET", "path": "/books?\u0301limit=1"}]}"#, status: 400),
             // Found by schemathesis: this was a 405 saying "GET is not allowed here; allowed: GET, HEAD".
             Case(
                 "batch reading the root", "POST", "/_batch", json: #"{"operations": [{"method": "GET", "path": "/"}]}"#,

@@ -86,10 +86,11 @@ extension RESTService {
             body = Array(given.jsonText.utf8)
             headers["content-type"] = "application/json"
         }
-        let pathOnly = String(path.split(separator: "?", maxSplits: 1).first ?? "")
-        if path.contains("?") { throw Problem.badRequest("batch paths take no query string") }
-        let sub = HTTPRequest(method: method, path: pathOnly, headers: headers, body: body)
-        let route = Route(path: pathOnly, resources: resources)
+        // By UTF-8 bytes, as routes are parsed: a `?` followed by a combining mark is one Character
+        // that is not "?", and the path still has a query string.
+        if path.utf8.contains(UInt8(ascii: "?")) { throw Problem.badRequest("batch paths take no query string") }
+        let sub = HTTPRequest(method: method, path: path, headers: headers, body: body)
+        let route = Route(path: path, resources: resources)
         if method != "GET", isReadOnly(route) {
             throw Problem.methodNotAllowed(method, allowed: allowed(route))
         }
@@ -105,14 +106,14 @@ extension RESTService {
         case ("GET", .item(let entity, let id)):
             let objectID = try objectID(entity, id, in: child)
             return (.object(objectID, status: 200, location: false), sub, nil)
-        case (_, .unknown): throw Problem.notFound("no resource at \(pathOnly)")
+        case (_, .unknown): throw Problem.notFound("no resource at \(path)")
         case (_, .batch): throw Problem.badRequest("a batch cannot contain a batch")
         default:
             // The path's own methods (GET on `/`, say) are no answer here: what a batch can hold is
             // narrower than what the path allows.
             throw Problem(
                 422, "Unprocessable Content",
-                "\(method) \(pathOnly) cannot be a batch operation; a batch holds POST on a collection "
+                "\(method) \(path) cannot be a batch operation; a batch holds POST on a collection "
                     + "and GET, PATCH, PUT or DELETE on one object")
         }
     }
