@@ -72,6 +72,13 @@ func field(_ response: ClientResponse, _ name: String) -> JSONValue? { response.
         #expect(try titles("/books?title=not.eq.%CC%81x").count == 4)
         #expect(try titles("/books?title=in.(%CC%81x,A%20Wizard%20of%20Earthsea)") == ["A Wizard of Earthsea"])
         #expect(try titles("/books?title=in.(A%20Wizard%20of%20Earthsea,%CC%81x)") == ["A Wizard of Earthsea"])
+        // On an attribute named `query`, such a value filters: it does not name a fetch request.
+        let markLog = try client.send("POST", "/search-logs", json: #"{"query": "\u0301x"}"#)
+        let logs = try client.send("GET", "/search-logs?query=eq.%CC%81x")
+        #expect(logs.status == 200, "\(logs.text)")
+        #expect(items(logs).compactMap { $0["query"]?.stringValue } == ["\u{301}x"], "\(logs.text)")
+        let logID = try #require(field(markLog, "_id")?.doubleValue.map { Int64($0) }, "\(markLog.text)")
+        #expect(try client.send("DELETE", "/search-logs/\(logID)").status == 204)
         #expect(try titles("/books?year=in.(1968,1974)&order=year") == ["A Wizard of Earthsea", "The Dispossessed"])
         #expect(try titles("/books?year=is.null") == ["Unfinished"])
         #expect(try titles("/books?available=is.false") == ["The Dispossessed"])

@@ -35,9 +35,10 @@ struct ListQuery {
         // A named query (a fetch request template) takes its variables from the parameters of
         // the same names.
         // `query=<name>`: a value without a dot names a query; `query=eq.x` filters an attribute
-        // named `query`.
+        // named `query`. The dot is looked for by UTF-8 byte, as the filter's operator is split
+        // off: in `eq.\u{301}x` a dot and a combining mark are one Character that is not ".".
         var variables: Set<String> = []
-        let named = query.first { $0.name == "query" && !$0.value.contains(".") }?.value
+        let named = query.first { $0.name == "query" && !$0.value.utf8.contains(UInt8(ascii: ".")) }?.value
         if let named {
             let (predicate, used) = try Self.template(
                 named, entity: entity, model: model, query: query, objectID: objectID)
