@@ -51,6 +51,8 @@ enum ServeCommand {
                                   read, handler time apart: 408, or the connection closed
                                   (STRATA_REQUEST_TIMEOUT, default 60, 0 for none)
           --max-connections N     simultaneous connections (STRATA_MAX_CONNECTIONS, default 1024)
+          --read-cache N          rendered objects per entity kept for reads by id (STRATA_READ_CACHE,
+                                  default 10000, 0 for none)
           --log-format FORMAT     text or json access-log lines on stderr (STRATA_LOG_FORMAT, default text)
           --durability MODE       full (default): an acknowledged write survives power loss; normal: it
                                   survives a crash of the process, and power loss may lose the last
@@ -119,6 +121,7 @@ enum ServeCommand {
             ("STRATA_RATE_LIMIT", "--rate-limit"), ("STRATA_IDEMPOTENCY_HOURS", "--idempotency-hours"),
             ("STRATA_TLS_CERT", "--tls-cert"), ("STRATA_MAX_CONNECTIONS_PER_IP", "--max-connections-per-ip"),
             ("STRATA_IDLE_TIMEOUT", "--idle-timeout"), ("STRATA_REQUEST_TIMEOUT", "--request-timeout"),
+            ("STRATA_READ_CACHE", "--read-cache"),
             ("STRATA_ASSETS_DIR", "--assets-dir"), ("STRATA_LIMITS", "--limit"),
             ("STRATA_TLS_KEY", "--tls-key"),
             ("STRATA_MAX_HEADER_BYTES", "--max-header-bytes"),
@@ -168,7 +171,7 @@ enum ServeCommand {
                 "--log-format", "--durability", "--token", "--tokens-file", "--max-target-bytes", "--max-header-bytes",
                 "--query-budget", "--cors-origin", "--entity-access", "--rate-limit",
                 "--idempotency-hours", "--tls-cert", "--tls-key", "--max-connections-per-ip", "--idle-timeout",
-                "--request-timeout", "--assets-dir", "--limit",
+                "--request-timeout", "--assets-dir", "--limit", "--read-cache",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -260,6 +263,11 @@ enum ServeCommand {
                     throw ServeError("--idempotency-hours must be a number of hours from 0 to 8760, not '\(value)'")
                 }
                 options.idempotencyHours = hours
+            case "--read-cache":
+                guard let count = Int(value), count >= 0, count <= 100_000_000 else {
+                    throw ServeError("--read-cache must be a number of objects from 0 to 100000000, not '\(value)'")
+                }
+                options.readCacheObjects = count
             case "--request-timeout":
                 guard let number = Int(value), number >= 0, number <= 1_000_000 else {
                     throw ServeError("--request-timeout must be a number of seconds (0 for no limit), not '\(value)'")

@@ -109,6 +109,7 @@ final class StrataProcess: @unchecked Sendable {
                 "--store takes CONFIG=sqlite:PATH"
             ),
             (["serve", "--log-format", "xml"], "--log-format is text or json"),
+            (["serve", "--read-cache", "-1"], "--read-cache must be a number of objects"),
             (["frobnicate"], "unknown command 'frobnicate'"),
         ]
         for (arguments, message) in cases {

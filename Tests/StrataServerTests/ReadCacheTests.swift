@@ -37,6 +37,24 @@ import Testing
         try #require(field(response, "_id")?.doubleValue.map { Int64($0) }, "\(response.text)")
     }
 
+    /// `--read-cache N` sizes the cache; 0 keeps nothing, and every read comes from the store.
+    @Test func theCacheHoldsWhatTheOptionSays() throws {
+        for (limit, kept) in [(0, 0), (2, 2), (10_000, 3)] {
+            let fixture = try ServerFixture { $0.readCacheObjects = limit }
+            let service = try #require(fixture.server.restService)
+            var ids: [Int64] = []
+            for title in ["One", "Two", "Three"] {
+                ids.append(try Self.id(fixture.client.send("POST", "/books", json: #"{"title": "\#(title)"}"#)))
+            }
+            for id in ids {
+                #expect(try fixture.client.send("GET", "/books/\(id)").status == 200)
+                try Self.expectFresh(fixture, "/books/\(id)")
+            }
+            let held = ids.filter { service.readCache.lookup("Book", $0).entry != nil }
+            #expect(held.count == kept, "limit \(limit): \(held)")
+        }
+    }
+
     @Test func readsFollowEveryKindOfWrite() throws {
         let fixture = try ServerFixture()
         let client = fixture.client

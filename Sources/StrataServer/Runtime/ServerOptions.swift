@@ -71,6 +71,9 @@ public struct ServerOptions: Sendable {
     /// Seconds a request may take from its request line to its response's last byte, apart from
     /// the time its handler runs (408, or the connection closed); 0: no limit.
     public var requestTimeoutSeconds = 60
+    /// How many rendered objects per entity the server keeps for reads by id (0 keeps none): each
+    /// costs its JSON's size and about a hundred bytes more.
+    public var readCacheObjects = 10_000
     /// Simultaneous connections.
     public var maxConnections = 1024
     /// `text` or `json` access-log lines.

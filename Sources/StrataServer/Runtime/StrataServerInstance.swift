@@ -266,7 +266,8 @@ public final class StrataServerInstance: Sendable {
                         )
                     ] in
                     document
-                }, entityAccess: options.entityAccess, docs: docs, limits: options.limits)
+                }, readCacheLimit: options.readCacheObjects, entityAccess: options.entityAccess, docs: docs,
+                limits: options.limits)
             coordinator.withLock { $0 = container.coordinator }
             for (entity, holders) in container.coordinator.routes.sorted(by: { $0.key < $1.key })
             where holders.count > 1 {
