@@ -32,33 +32,25 @@ struct ObjectCodec {
         let members: [Member]
         /// Every member's bytes; never written after `init` (hence `@unchecked Sendable`).
         let bytes: UnsafeMutableBufferPointer<UInt8>
-        /// Where each member's bytes start, and where its `"key":` and its `null` end.
-        let starts: [Int]
-        let keyEnds: [Int]
-        let nullEnds: [Int]
+        /// Where each member's bytes end (after its `null`); the next member's start there.
+        let ends: [Int]
 
         init(_ members: [(String, Member)], layout: AttributeLayout?) {
             self.layout = layout
             let sorted = members.sorted { $0.0 < $1.0 }
             self.members = sorted.map(\.1)
             var laid: [UInt8] = []
-            var starts: [Int] = []
-            var keyEnds: [Int] = []
-            var nullEnds: [Int] = []
+            var ends: [Int] = []
             for (name, _) in sorted {
-                starts.append(laid.count)
                 laid.append(laid.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
                 JSONValue.writeString(name, to: &laid)
                 laid.append(UInt8(ascii: ":"))
-                keyEnds.append(laid.count)
                 laid += ObjectCodec.null
-                nullEnds.append(laid.count)
+                ends.append(laid.count)
             }
             bytes = .allocate(capacity: max(1, laid.count))
             _ = bytes.initialize(from: laid)
-            self.starts = starts
-            self.keyEnds = keyEnds
-            self.nullEnds = nullEnds
+            self.ends = ends
         }
 
         deinit { bytes.deallocate() }
@@ -66,7 +58,9 @@ struct ObjectCodec {
         /// Member `index`'s separator and key, with `null` after it when `null` is set.
         @inline(__always)
         func key(_ index: Int, null: Bool = false) -> UnsafeBufferPointer<UInt8> {
-            UnsafeBufferPointer(rebasing: bytes[starts[index]..<(null ? nullEnds[index] : keyEnds[index])])
+            let start = index == 0 ? 0 : ends[index - 1]
+            let end = null ? ends[index] : ends[index] - ObjectCodec.null.count
+            return UnsafeBufferPointer(rebasing: bytes[start..<end])
         }
     }
 
@@ -128,7 +122,7 @@ struct ObjectCodec {
                 out.append(UInt8(ascii: "]"))
             }
         }
-        if plan.members.isEmpty { out.append(UInt8(ascii: "{")) }
+        // The first member's bytes opened the object (every entity has `_id` and `_version`).
         out.append(UInt8(ascii: "}"))
         return out
     }
@@ -138,7 +132,7 @@ struct ObjectCodec {
         if let pk = id?.primaryKey { JSONValue.writeInteger(pk, to: &out) } else { out += null }
     }
 
-    fileprivate static let null = Array("null".utf8)
+    private static let null = Array("null".utf8)
 
     /// Writes an attribute value's JSON form: the common kinds directly, the rest through `json`.
     static func write(_ value: AttributeValue, to out: inout [UInt8]) {

@@ -140,12 +140,9 @@ extension RESTService {
     /// The JSON bytes of a row, its to-many relationships read from the store unless the row holds
     /// them.
     func render(_ row: StoreRow) throws(Problem) -> [UInt8] {
-        let names = toManyNames[row.id.entityName] ?? []
-        // A row read with its lists (GET by id) renders as it is.
-        if names.allSatisfy({ row.toMany[$0] != nil }) { return codec.render(row: row, toMany: row.toMany) }
         var lists = row.toMany
         do {
-            for name in names where lists[name] == nil {
+            for name in toManyNames[row.id.entityName] ?? [] where lists[name] == nil {
                 lists[name] = try reads.relatedIDs(of: row.id, relationship: name)
             }
         } catch {
