@@ -357,10 +357,12 @@ enum ServeCommand {
             printError("strata serve: \(error.message)")
             return 1
         }
+        // Who may use the server before where it listens: the listening line is the last word of
+        // start-up, which scripts and tests wait for.
+        if let reason = server.accessSummary { printError("strata serve: \(reason)") }
         printError(
             "strata serve: \(model.name) on \(server.isTLS ? "https" : "http")://\(options.host):\(server.port) (stores: \(options.storeDescriptions(for: model).map { "\($0.configuration ?? ObjectModel.defaultConfiguration)=\($0.url?.path ?? "memory")" }.joined(separator: ", ")))"
         )
-        if let reason = server.accessSummary { printError("strata serve: \(reason)") }
         let stopped = DispatchSemaphore(value: 0)
         var sources: [any DispatchSourceSignal] = []
         signal(SIGHUP, SIG_IGN)
