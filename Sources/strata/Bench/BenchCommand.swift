@@ -6,12 +6,13 @@ import StrataServer
 /// the same run, so the ratios hold on a shared, noisy machine.
 enum BenchCommand {
     static let usage = """
-        usage: strata bench [--duration SECONDS] [--soak SECONDS] [--objects N] [--only library|http|postgresql]
-                            [--postgresql URI] [--quick]
-               strata bench --scale [SIZES] [--plot FILE.svg] [--duration SECONDS] [--quick]
+        usage: strata bench [--duration SECONDS] [--soak SECONDS] [--objects N]
+                            [--only library|http|postgresql|scale] [--postgresql URI]
+                            [--scale [SIZES]] [--plot FILE.svg] [--quick]
 
-        Runs the library and HTTP benchmarks and prints a table with each scenario's throughput,
-        p50/p99 latency, the baseline measured in the same run, and the ratio to its target.
+        Runs the library, HTTP, PostgreSQL and scale benchmarks and prints one table with each
+        scenario's throughput, p50/p99 latency, the baseline measured in the same run, and the
+        ratio to its target.
         HTTP load comes from wrk (apt-get install wrk), against a server started in this process
         on a free loopback port with SQLite stores in a temporary folder (synchronous=FULL).
         The PostgreSQL scenarios put the catalogue in PostgreSQL: in a scratch cluster the bench
@@ -22,15 +23,17 @@ enum BenchCommand {
           --soak SECONDS       length of the mixed run that checks memory stays flat (default 60;
                                the target is stated for 300)
           --objects N          objects for the library insert/fetch scenarios (default 100000)
-          --only PART          run only the library, the HTTP or the PostgreSQL scenarios
+          --only PART          run only the library, the HTTP, the PostgreSQL or the scale
+                               scenarios
           --postgresql URI     a libpq connection URI for the PostgreSQL scenarios (a schema
                                of their own is created and dropped)
-          --scale [SIZES]      instead, the costs that must stay flat as data grows: at each size
-                               (comma-separated book counts, default 10000,100000,1000000) a
+          --scale [SIZES]      only the costs that must stay flat as data grows (a full run
+                               measures them last): at each size (comma-separated book counts,
+                               default 10000,100000,1000000; 10000,20000 with --quick) a
                                `strata serve` child over that many books: start-up to /ready,
                                RSS, GET by id over every book, a list's first page against its
                                1,000th (reached by its cursor)
-          --plot FILE.svg      with --scale: draw throughput and p99 against data size
+          --plot FILE.svg      draw the scale scenarios' throughput and p99 against data size
           --quick              1 s runs, 10,000 objects, 10 s soak: a smoke test of the command,
                                which exits 0 whenever every scenario ran (the table still says
                                which targets were met); a full run exits 1 when one is missed
@@ -43,12 +46,20 @@ enum BenchCommand {
         var library = true
         var http = true
         var postgreSQL = true
+        var scale = true
         var postgresql: String?
         var quick = false
-        /// `--scale`: the sizes to measure, or nil for the usual scenarios.
+        /// The sizes the scale scenarios measure (`--scale SIZES`), or empty for the defaults.
         var scaleSizes: [Int] = []
-        var scale = false
         var plot: String?
+
+        /// Keeps one part of the bench (`library`, `http`, `postgresql` or `scale`).
+        mutating func only(_ part: String) {
+            library = part == "library"
+            http = part == "http"
+            postgreSQL = part == "postgresql"
+            scale = part == "scale"
+        }
     }
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -80,14 +91,13 @@ enum BenchCommand {
                 guard let number = value() else { return fail("--objects needs a positive number") }
                 settings.objects = number
             case "--only":
-                guard index + 1 < arguments.count, ["library", "http", "postgresql"].contains(arguments[index + 1])
+                guard index + 1 < arguments.count,
+                    ["library", "http", "postgresql", "scale"].contains(arguments[index + 1])
                 else {
-                    return fail("--only needs 'library', 'http' or 'postgresql'")
+                    return fail("--only needs 'library', 'http', 'postgresql' or 'scale'")
                 }
                 index += 1
-                settings.library = arguments[index] == "library"
-                settings.http = arguments[index] == "http"
-                settings.postgreSQL = arguments[index] == "postgresql"
+                settings.only(arguments[index])
             case "--postgresql":
                 guard index + 1 < arguments.count,
                     arguments[index + 1].hasPrefix("postgresql://") || arguments[index + 1].hasPrefix("postgres://")
@@ -97,7 +107,7 @@ enum BenchCommand {
                 index += 1
                 settings.postgresql = arguments[index]
             case "--scale":
-                settings.scale = true
+                settings.only("scale")
                 if index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") {
                     let sizes = arguments[index + 1].split(separator: ",").map { Int($0) }
                     guard !sizes.isEmpty, sizes.allSatisfy({ ($0 ?? 0) >= 20 }) else {
@@ -114,10 +124,10 @@ enum BenchCommand {
             }
             index += 1
         }
-        if settings.scale && settings.scaleSizes.isEmpty {
+        if settings.scaleSizes.isEmpty {
             settings.scaleSizes = settings.quick ? [10_000, 20_000] : [10_000, 100_000, 1_000_000]
         }
-        if settings.plot != nil && !settings.scale { return fail("--plot goes with --scale") }
+        if settings.plot != nil && !settings.scale { return fail("--plot needs the scale scenarios") }
         let wrk = Wrk.find()
         if settings.http || settings.postgreSQL || settings.scale, wrk == nil {
             return fail("wrk is not installed: apt-get install wrk")
@@ -127,15 +137,6 @@ enum BenchCommand {
         var table = BenchTable()
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            if settings.scale, let wrk {
-                let points = try ScaleBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
-                if let plot = settings.plot {
-                    try Data(ScalePlot.svg(points).utf8).write(to: URL(fileURLWithPath: plot))
-                    table.notes.append("plot: \(plot)")
-                }
-                print(table.render())
-                return table.allTargetsMet || settings.quick ? 0 : 1
-            }
             if settings.library {
                 printError("bench: library scenarios (\(settings.objects) objects)…")
                 try LibraryBench(folder: folder, objects: settings.objects).run(into: &table)
@@ -147,6 +148,13 @@ enum BenchCommand {
             if settings.postgreSQL, let wrk {
                 printError("bench: PostgreSQL scenarios (\(settings.duration) s each)…")
                 try PostgreSQLBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
+            }
+            if settings.scale, let wrk {
+                let points = try ScaleBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
+                if let plot = settings.plot {
+                    try Data(ScalePlot.svg(points).utf8).write(to: URL(fileURLWithPath: plot))
+                    table.notes.append("plot: \(plot)")
+                }
             }
         } catch {
             return fail("\(error)")
