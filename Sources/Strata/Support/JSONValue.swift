@@ -299,42 +299,41 @@ private struct JSONParser {
 
     mutating func parseString() throws(JSONParseError) -> String {
         index += 1
-        var scalars = String.UnicodeScalarView()
+        // Most strings hold no escape: then the bytes between the quotes are the string.
+        var text = ""
         var runStart = index
-        func flush(_ parser: JSONParser, upTo end: Int, into scalars: inout String.UnicodeScalarView)
-            throws(JSONParseError)
-        {
+        func flush(_ parser: JSONParser, upTo end: Int, into text: inout String) throws(JSONParseError) {
             if end > runStart {
-                guard let text = String(validating: parser.bytes[runStart..<end], as: UTF8.self) else {
+                guard let run = String(validating: parser.bytes[runStart..<end], as: UTF8.self) else {
                     throw JSONParseError(offset: runStart, reason: "invalid UTF-8 in a string")
                 }
-                scalars.append(contentsOf: text.unicodeScalars)
+                if text.isEmpty { text = run } else { text += run }
             }
         }
         while true {
             guard index < bytes.count else { throw fail("unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                try flush(self, upTo: index, into: &scalars)
+                try flush(self, upTo: index, into: &text)
                 index += 1
-                return String(scalars)
+                return text
             }
             if byte < 0x20 { throw fail("control character in a string") }
             if byte == UInt8(ascii: "\\") {
-                try flush(self, upTo: index, into: &scalars)
+                try flush(self, upTo: index, into: &text)
                 index += 1
                 guard index < bytes.count else { throw fail("unterminated escape") }
                 let escape = bytes[index]
                 index += 1
                 switch escape {
-                case UInt8(ascii: "\""): scalars.append("\"")
-                case UInt8(ascii: "\\"): scalars.append("\\")
-                case UInt8(ascii: "/"): scalars.append("/")
-                case UInt8(ascii: "b"): scalars.append("\u{08}")
-                case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                case UInt8(ascii: "n"): scalars.append("\n")
-                case UInt8(ascii: "r"): scalars.append("\r")
-                case UInt8(ascii: "t"): scalars.append("\t")
+                case UInt8(ascii: "\""): text.unicodeScalars.append("\"")
+                case UInt8(ascii: "\\"): text.unicodeScalars.append("\\")
+                case UInt8(ascii: "/"): text.unicodeScalars.append("/")
+                case UInt8(ascii: "b"): text.unicodeScalars.append("\u{08}")
+                case UInt8(ascii: "f"): text.unicodeScalars.append("\u{0C}")
+                case UInt8(ascii: "n"): text.unicodeScalars.append("\n")
+                case UInt8(ascii: "r"): text.unicodeScalars.append("\r")
+                case UInt8(ascii: "t"): text.unicodeScalars.append("\t")
                 case UInt8(ascii: "u"):
                     var code = try hex4()
                     if (0xD800..<0xDC00).contains(code) {
@@ -349,7 +348,7 @@ private struct JSONParser {
                         throw fail("unpaired surrogate")
                     }
                     guard let scalar = Unicode.Scalar(code) else { throw fail("invalid \\u escape") }
-                    scalars.append(scalar)
+                    text.unicodeScalars.append(scalar)
                 default: throw fail("invalid escape")
                 }
                 runStart = index
