@@ -13,7 +13,12 @@ public struct HTTPRequest: Sendable {
     /// and an argument without `=` has an empty value.
     public var query: [(name: String, value: String)]
     /// The request headers; names are lowercased and repeated headers are joined with `", "`.
-    public var headers: [String: String]
+    public var headers: [String: String] {
+        didSet { namesHaveUppercase = headers.keys.contains(where: Self.hasUppercase) }
+    }
+    /// Whether a header name holds an uppercase letter (a request built by hand), so that
+    /// ``header(_:)`` looks past the exact name only then: most headers asked for are absent.
+    private var namesHaveUppercase: Bool
     /// The request body, empty when there is none.
     public var body: [UInt8]
     /// The client's IP address, e.g. `"127.0.0.1"` or `"::1"`; empty when unknown.
@@ -38,6 +43,7 @@ public struct HTTPRequest: Sendable {
         self.path = path
         self.query = query
         self.headers = headers
+        namesHaveUppercase = headers.keys.contains(where: Self.hasUppercase)
         self.body = body
         self.remoteAddress = remoteAddress
     }
@@ -50,9 +56,8 @@ public struct HTTPRequest: Sendable {
     public func header(_ name: String) -> String? {
         let key = Self.hasUppercase(name) ? name.lowercased() : name
         if let value = headers[key] { return value }
-        // Requests built by hand may carry names that are not lowercased (the server's never do,
-        // and most headers asked for are absent: no copy of every name for that).
-        guard headers.keys.contains(where: Self.hasUppercase) else { return nil }
+        // Requests built by hand may carry names that are not lowercased (the server's never do).
+        guard namesHaveUppercase else { return nil }
         return headers.first { $0.key.lowercased() == key }?.value
     }
 

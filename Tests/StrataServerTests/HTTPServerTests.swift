@@ -16,6 +16,19 @@ import Testing
 struct HTTPServerTests {
     // MARK: Requests and responses
 
+    /// A request built by hand may name its headers in any case, also after it was made.
+    @Test func headerNamesAreFoundWhateverTheirCase() {
+        var request = HTTPRequest(method: "GET", path: "/", headers: ["content-type": "a", "X-Token": "t"])
+        #expect(request.header("Content-Type") == "a")
+        #expect(request.header("x-token") == "t")
+        #expect(request.header("accept") == nil)
+        request.headers = ["accept": "b"]
+        #expect(request.header("X-Token") == nil)
+        #expect(request.header("ACCEPT") == "b")
+        request.headers["If-Match"] = "\"1\""
+        #expect(request.header("if-match") == "\"1\"")
+    }
+
     @Test func echoesARequestWithItsBodyHeadersAndAddress() throws {
         let recorder = Recorder()
         let server = try Self.startServer(recorder)
