@@ -60,7 +60,7 @@ struct PostgreSQLBench {
             single = max(single, try raw.autocommitInserts(connections: 1, seconds: 2))
             let result = try wrk.run(
                 url: base, connections: 64, seconds: settings.duration, script: post, folder: folder)
-            if result.requestsPerSecond > bestPost?.requestsPerSecond ?? -1 { bestPost = result }
+            bestPost = .best(bestPost, result)
         }
         table.notes.append(
             "\(version ?? "PostgreSQL") \(cluster == nil ? "at --postgresql" : "in a scratch cluster with its durable defaults (fsync, synchronous_commit on)"); "

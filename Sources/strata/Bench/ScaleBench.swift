@@ -52,7 +52,7 @@ struct ScaleBench {
                     script:
                         "request = function() return wrk.format('GET', '/books/' .. math.random(1, \(server.books))) end",
                     folder: folder)
-                if result.requestsPerSecond > best[index]?.requestsPerSecond ?? -1 { best[index] = result }
+                best[index] = .best(best[index], result)
                 if rounds > 1, !result.errors.isEmpty {
                     roundErrors.append("scale \(Self.sizeLabel(server.books)) GET by id: \(result.errors)")
                 }
