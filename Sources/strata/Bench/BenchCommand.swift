@@ -159,6 +159,7 @@ enum BenchCommand {
         } catch {
             return fail("\(error)")
         }
+        if let wrk, settings.http || settings.postgreSQL || settings.scale { table.notes.append(wrk.note) }
         print(table.render())
         return table.allTargetsMet || settings.quick ? 0 : 1
     }

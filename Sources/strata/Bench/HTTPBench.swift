@@ -3,15 +3,37 @@ import Strata
 import StrataServer
 
 /// Finds and drives wrk.
+///
+/// wrk shares this machine's cores with the server it loads, and each answer wakes one of its
+/// threads. Under the default policy a woken wrk thread preempts the server's polling thread
+/// mid-request (about 0.1–0.3 involuntary context switches per request, each costing several
+/// microseconds here), and the slower a request, the more often: the bench would measure its own
+/// co-location, and most of all for the slower scenarios. So wrk runs as `SCHED_BATCH` through
+/// `chrt` (util-linux) when it is installed: the same CPU share (the same nice level and weight),
+/// but its wake-ups do not preempt the server. The table's notes say which way it ran.
 struct Wrk {
     let path: String
+    /// `chrt`, to start wrk as `SCHED_BATCH`; nil when it is not installed.
+    let chrt: String?
 
     static func find() -> Wrk? {
+        guard let wrk = executable("wrk") else { return nil }
+        return Wrk(path: wrk, chrt: executable("chrt"))
+    }
+
+    private static func executable(_ name: String) -> String? {
         for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
-            let candidate = "\(directory)/wrk"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return Wrk(path: candidate) }
+            let candidate = "\(directory)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
         return nil
+    }
+
+    /// How the load was generated, for the table's notes.
+    var note: String {
+        chrt == nil
+            ? "wrk ran under the default scheduling policy (chrt is not installed): its wake-ups preempt the server"
+            : "wrk ran as SCHED_BATCH (chrt --batch 0): the same CPU share, but its wake-ups do not preempt the server"
     }
 
     struct Result {
@@ -28,16 +50,39 @@ struct Wrk {
         }
     }
 
-    /// Runs wrk with a Lua script and parses its summary.
+    /// Put before every script: each wrk thread seeds its own random numbers. wrk starts every
+    /// thread's Lua state with the same seed, so without this both threads ask for the same ids in
+    /// the same order, and the second thread's reads hit the read cache the first one's just
+    /// filled (at 1,000,000 books "random ids" were then partly cache hits). Scripts must not
+    /// define `setup` or `init` themselves.
+    static let prelude = """
+        local strata_threads = 0
+        function setup(thread)
+          strata_threads = strata_threads + 1
+          thread:set("strata_thread", strata_threads)
+        end
+        function init(args)
+          math.randomseed(os.time() + 7919 * strata_thread)
+        end
+
+        """
+
+    /// Runs wrk with a Lua script (after ``prelude``) and parses its summary.
     func run(url: String, connections: Int, seconds: Int, script: String, folder: URL) throws -> Result {
         let scriptURL = folder.appendingPathComponent("wrk-\(UUID().uuidString).lua")
-        try Data(script.utf8).write(to: scriptURL)
+        try Data((Self.prelude + script).utf8).write(to: scriptURL)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = [
+        let arguments = [
             "-t", "\(min(connections, 2))", "-c", "\(connections)", "-d", "\(seconds)s", "--latency", "-s",
             scriptURL.path, url,
         ]
+        if let chrt {
+            process.executableURL = URL(fileURLWithPath: chrt)
+            process.arguments = ["--batch", "0", path] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+        }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
