@@ -72,17 +72,13 @@ struct Wrk {
         let scriptURL = folder.appendingPathComponent("wrk-\(UUID().uuidString).lua")
         try Data((Self.prelude + script).utf8).write(to: scriptURL)
         let process = Process()
-        let arguments = [
-            "-t", "\(min(connections, 2))", "-c", "\(connections)", "-d", "\(seconds)s", "--latency", "-s",
-            scriptURL.path, url,
-        ]
-        if let chrt {
-            process.executableURL = URL(fileURLWithPath: chrt)
-            process.arguments = ["--batch", "0", path] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = arguments
-        }
+        // Through chrt when it is installed: `chrt --batch 0 wrk …`.
+        process.executableURL = URL(fileURLWithPath: chrt ?? path)
+        process.arguments =
+            (chrt == nil ? [] : ["--batch", "0", path]) + [
+                "-t", "\(min(connections, 2))", "-c", "\(connections)", "-d", "\(seconds)s", "--latency", "-s",
+                scriptURL.path, url,
+            ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
