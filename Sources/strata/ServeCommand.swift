@@ -53,6 +53,9 @@ enum ServeCommand {
           --max-connections N     simultaneous connections (STRATA_MAX_CONNECTIONS, default 1024)
           --read-cache N          rendered objects per entity kept for reads by id (STRATA_READ_CACHE,
                                   default 10000, 0 for none)
+          --sqlite-mmap MIB       how much of each SQLite store file its readers map into memory, so a read
+                                  of a page the kernel caches is no system call and no copy
+                                  (STRATA_SQLITE_MMAP, default 256, 0 for none: every read a pread)
           --log-format FORMAT     text or json access-log lines on stderr (STRATA_LOG_FORMAT, default text)
           --durability MODE       full (default): an acknowledged write survives power loss; normal: it
                                   survives a crash of the process, and power loss may lose the last
@@ -121,7 +124,7 @@ enum ServeCommand {
             ("STRATA_RATE_LIMIT", "--rate-limit"), ("STRATA_IDEMPOTENCY_HOURS", "--idempotency-hours"),
             ("STRATA_TLS_CERT", "--tls-cert"), ("STRATA_MAX_CONNECTIONS_PER_IP", "--max-connections-per-ip"),
             ("STRATA_IDLE_TIMEOUT", "--idle-timeout"), ("STRATA_REQUEST_TIMEOUT", "--request-timeout"),
-            ("STRATA_READ_CACHE", "--read-cache"),
+            ("STRATA_READ_CACHE", "--read-cache"), ("STRATA_SQLITE_MMAP", "--sqlite-mmap"),
             ("STRATA_ASSETS_DIR", "--assets-dir"), ("STRATA_LIMITS", "--limit"),
             ("STRATA_TLS_KEY", "--tls-key"),
             ("STRATA_MAX_HEADER_BYTES", "--max-header-bytes"),
@@ -171,7 +174,7 @@ enum ServeCommand {
                 "--log-format", "--durability", "--token", "--tokens-file", "--max-target-bytes", "--max-header-bytes",
                 "--query-budget", "--cors-origin", "--entity-access", "--rate-limit",
                 "--idempotency-hours", "--tls-cert", "--tls-key", "--max-connections-per-ip", "--idle-timeout",
-                "--request-timeout", "--assets-dir", "--limit", "--read-cache",
+                "--request-timeout", "--assets-dir", "--limit", "--read-cache", "--sqlite-mmap",
             ]
             guard known.contains(name) else {
                 throw ServeError("unknown option '\(argument)'; see strata serve --help")
@@ -268,6 +271,11 @@ enum ServeCommand {
                     throw ServeError("--read-cache must be a number of objects from 0 to 100000000, not '\(value)'")
                 }
                 options.readCacheObjects = count
+            case "--sqlite-mmap":
+                guard let mebibytes = Int(value), mebibytes >= 0, mebibytes <= 1 << 20 else {
+                    throw ServeError("--sqlite-mmap must be a number of MiB from 0 to 1048576, not '\(value)'")
+                }
+                options.sqliteMemoryMapBytes = mebibytes << 20
             case "--request-timeout":
                 guard let number = Int(value), number >= 0, number <= 1_000_000 else {
                     throw ServeError("--request-timeout must be a number of seconds (0 for no limit), not '\(value)'")

@@ -110,6 +110,7 @@ final class StrataProcess: @unchecked Sendable {
             ),
             (["serve", "--log-format", "xml"], "--log-format is text or json"),
             (["serve", "--read-cache", "-1"], "--read-cache must be a number of objects"),
+            (["serve", "--sqlite-mmap", "lots"], "--sqlite-mmap must be a number of MiB"),
             (["frobnicate"], "unknown command 'frobnicate'"),
         ]
         for (arguments, message) in cases {

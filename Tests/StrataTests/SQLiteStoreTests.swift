@@ -22,6 +22,28 @@ import Testing
         #expect(try db.query("PRAGMA journal_mode") { $0.text(0) } == ["wal"])
     }
 
+    /// Readers map the file (``StoreOptions/memoryMapBytes``), so that a read of a page the kernel
+    /// caches is no system call; with 0 nothing is mapped and every read is a `pread`.
+    @Test func readersMapTheFileUnlessToldNot() throws {
+        let folder = TemporaryDirectory()
+        for bytes in [StoreOptions.defaultMemoryMapBytes, 0] {
+            let url = folder.file("mapped-\(bytes).sqlite")
+            let store = try SQLiteStore(
+                model: conformanceModel, configuration: "Main", url: url,
+                options: StoreOptions(memoryMapBytes: bytes))
+            defer { store.close() }
+            let tag = try newRow(store, "Tag", ["name": .string("mapped")])
+            try store.save(StoreChanges(inserts: [tag]))
+            #expect(try store.row(for: tag.id)?.attributes["name"] == .string("mapped"))
+            let maps = try #require(try FileHandle(forReadingAtPath: "/proc/self/maps")?.readToEnd())
+            let path = url.resolvingSymlinksInPath().path
+            let mapped = String(decoding: maps, as: UTF8.self).split(separator: "\n").contains {
+                $0.hasSuffix(" " + path)
+            }
+            #expect(mapped == (bytes > 0), "\(bytes) bytes: \(path) mapped: \(mapped)")
+        }
+    }
+
     @Test func reopeningKeepsIdentityAndData() throws {
         let folder = TemporaryDirectory()
         let url = folder.file("main.sqlite")

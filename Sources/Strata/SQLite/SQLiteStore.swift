@@ -348,6 +348,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         } else {
             do {
                 connection = try SQLiteConnection(path: url!.path, readOnly: false)
+                // Readers only: the writer's pages go through SQLite's own cache, as they change.
+                if options.memoryMapBytes > 0 { try connection.execute("PRAGMA mmap_size=\(options.memoryMapBytes)") }
             } catch {
                 throw StoreError(
                     .io, "cannot open a reader connection: \(error.message)", storeURL: url, underlying: error)

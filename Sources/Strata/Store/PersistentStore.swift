@@ -34,23 +34,35 @@ public struct StoreOptions: Sendable, Hashable {
     /// handler, PostgreSQL's `statement_timeout`); past it the fetch fails with `.overBudget`.
     /// Nil: no limit.
     public var queryBudget: Double?
+    /// How many bytes at the start of a SQLite file its read connections map into memory
+    /// (SQLite's `mmap_size`), so that a read of a page the kernel holds is no system call and no
+    /// copy; 0: none (every read a `pread`). The mapped pages are the kernel's page cache of the
+    /// file, which `pread` uses as well, and count in the process's RSS as file-backed. On a
+    /// mapped page a disk I/O error is a `SIGBUS` rather than an error SQLite returns (SQLite only).
+    public var memoryMapBytes: Int
+
+    /// What ``memoryMapBytes`` is unless told: 256 MiB.
+    public static let defaultMemoryMapBytes = 256 << 20
 
     /// Creates options.
     public init(
         readOnly: Bool = false, durability: Durability = .full, migrate: Bool = false,
-        modelHistory: [ObjectModel] = [], queryBudget: Double? = nil
+        modelHistory: [ObjectModel] = [], queryBudget: Double? = nil,
+        memoryMapBytes: Int = StoreOptions.defaultMemoryMapBytes
     ) {
         self.readOnly = readOnly
         self.durability = durability
         self.migrate = migrate
         self.modelHistory = modelHistory
         self.queryBudget = queryBudget
+        self.memoryMapBytes = memoryMapBytes
     }
 
     /// Options are equal when every setting is, the model history included.
     public static func == (lhs: StoreOptions, rhs: StoreOptions) -> Bool {
         lhs.readOnly == rhs.readOnly && lhs.durability == rhs.durability && lhs.migrate == rhs.migrate
             && lhs.modelHistory == rhs.modelHistory && lhs.queryBudget == rhs.queryBudget
+            && lhs.memoryMapBytes == rhs.memoryMapBytes
     }
 
     /// Hashes the settings (of the model history, only its length).

@@ -80,6 +80,8 @@ public struct ServerOptions: Sendable {
     public var logFormat = "text"
     /// SQLite durability.
     public var durability = StoreOptions.Durability.full
+    /// How much of each SQLite store file its readers map into memory (``StoreOptions/memoryMapBytes``).
+    public var sqliteMemoryMapBytes = StoreOptions.defaultMemoryMapBytes
     /// Migrate stores written with an older model when they are loaded (all together or none).
     public var migrate = true
     /// Earlier model versions, oldest first, that a migration steps through.
@@ -119,7 +121,8 @@ public struct ServerOptions: Sendable {
     /// `stores` says otherwise; `Default` replaces them all with one store.
     public func storeDescriptions(for model: ObjectModel) -> [StoreDescription] {
         let options = StoreOptions(
-            durability: durability, migrate: migrate, modelHistory: modelHistory, queryBudget: queryBudget)
+            durability: durability, migrate: migrate, modelHistory: modelHistory, queryBudget: queryBudget,
+            memoryMapBytes: sqliteMemoryMapBytes)
         func description(_ configuration: String?, _ spec: StoreSpec) -> StoreDescription {
             var options = options
             if let durability = spec.durability { options.durability = durability }

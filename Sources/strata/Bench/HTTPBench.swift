@@ -425,6 +425,29 @@ enum Memory {
         return 0
     }
 
+    /// The resident bytes of the files under `folder` that `process` maps, from its `smaps`.
+    static func mappedResident(process: String, under folder: String) -> Int {
+        // Read to its end: `String(contentsOfFile:)` stops at the first page of a file whose size
+        // says 0, as /proc's do.
+        guard let file = FileHandle(forReadingAtPath: "/proc/\(process)/smaps"),
+            let bytes = try? file.readToEnd()
+        else { return 0 }
+        let smaps = String(decoding: bytes, as: UTF8.self)
+        let prefix = URL(fileURLWithPath: folder).standardizedFileURL.path + "/"
+        var inside = false
+        var total = 0
+        for line in smaps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if let first = fields.first, first.contains("-"), first.allSatisfy({ $0.isHexDigit || $0 == "-" }) {
+                // A mapping's header: address range, permissions, offset, device, inode, path.
+                inside = fields.count >= 6 && fields[5...].joined(separator: " ").hasPrefix(prefix)
+            } else if inside, fields.first == "Rss:", fields.count >= 2 {
+                total += (Int(fields[1]) ?? 0) * 1024
+            }
+        }
+        return total
+    }
+
     static func residentBytes() -> Int { value("VmRSS:") }
     static func peakResidentBytes() -> Int { value("VmHWM:") }
 }
