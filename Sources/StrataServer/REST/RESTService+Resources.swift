@@ -38,7 +38,7 @@ extension RESTService {
             } else {
                 let rendered = try render(row)
                 if cached == nil {
-                    readCache.store(entity, key, .init(version: row.version, body: rendered), generation: generation)
+                    readCache.offer(entity, key, .init(version: row.version, body: rendered), generation: generation)
                 }
                 body += rendered
             }
@@ -123,7 +123,7 @@ extension RESTService {
         } else {
             let row = try storedRow(entity, id, toMany: true)
             entry = ReadCache.Entry(version: row.version, body: try render(row))
-            readCache.store(entity, key, entry, generation: generation)
+            readCache.offer(entity, key, entry, generation: generation)
         }
         let version = entry.version
         let etag = entry.etag

@@ -10,6 +10,12 @@ import Strata
 /// notice cannot put what it read into the cache afterwards: each entity's shelf has a
 /// generation, taken before the read and checked when storing.
 ///
+/// An object read from the store is kept only when it was read before lately (a doorkeeper, as in
+/// TinyLFU): a read seen once in a while, such as one of a scan or of uniformly random ids over far
+/// more objects than the cache holds, is not worth evicting another object for, nor the cost of
+/// keeping it. Measured at 1,000,000 books read at random, where 99% of reads miss whatever the
+/// cache keeps: keeping none of them took 1–4 µs of server CPU off each read.
+///
 /// Writes made to the stores without the service's root context are not seen: a process that
 /// shares its coordinator with the service must write through ``RESTService/root``. Other servers'
 /// writes into a shared (PostgreSQL) store arrive as external changes and are forgotten likewise.
@@ -48,6 +54,46 @@ final class ReadCache: Sendable {
         var entries: [Key: Entry] = [:]
         var order: [Key] = []
         var next = 0
+        /// The doorkeeper: a bit per hashed key offered lately (allocated at the first offer),
+        /// all cleared once `limit` keys have been marked, so that "lately" is about the last
+        /// `limit` new keys and a bit stands for one of at most that many.
+        var seen: [UInt64] = []
+        var marks = 0
+
+        /// The doorkeeper's words for `limit` keys: eight bits a key (fewer past 8 Mi keys), a
+        /// power of two of them, so that one key in about eight or more keys offered once passes.
+        static func words(for limit: Int) -> Int {
+            var bits = 64
+            while bits < limit * 8 && bits < 1 << 26 { bits <<= 1 }
+            return bits / 64
+        }
+
+        /// Whether `key` was offered since the doorkeeper last cleared; marks it if not.
+        mutating func admits(_ key: Key, limit: Int) -> Bool {
+            if seen.isEmpty { seen = Array(repeating: 0, count: Self.words(for: limit)) }
+            let bit = Int(truncatingIfNeeded: splitMix64(UInt64(bitPattern: key.value))) & (seen.count * 64 - 1)
+            let mask: UInt64 = 1 << UInt64(bit & 63)
+            if seen[bit >> 6] & mask != 0 { return true }
+            seen[bit >> 6] |= mask
+            marks += 1
+            if marks >= limit {
+                for index in seen.indices { seen[index] = 0 }
+                marks = 0
+            }
+            return false
+        }
+
+        /// Keeps `entry` as `key`, evicting the oldest beyond `limit`.
+        mutating func insert(_ key: Key, _ entry: Entry, limit: Int) {
+            if entries.updateValue(entry, forKey: key) != nil { return }
+            if order.count < limit {
+                order.append(key)
+            } else {
+                entries[order[next]] = nil
+                order[next] = key
+                next = (next + 1) % limit
+            }
+        }
 
         mutating func clear() {
             generation &+= 1
@@ -105,15 +151,18 @@ final class ReadCache: Sendable {
         guard limit > 0, let shelf = shelves[entity] else { return }
         shelf.withLock { shelf in
             guard shelf.generation == generation else { return }
-            let key = Key(key)
-            if shelf.entries.updateValue(entry, forKey: key) != nil { return }
-            if shelf.order.count < limit {
-                shelf.order.append(key)
-            } else {
-                shelf.entries[shelf.order[shelf.next]] = nil
-                shelf.order[shelf.next] = key
-                shelf.next = (shelf.next + 1) % limit
-            }
+            shelf.insert(Key(key), entry, limit: limit)
+        }
+    }
+
+    /// Offers object `key`, just read from the store as `entity`, to the cache: kept as
+    /// ``store(_:_:_:generation:)`` keeps it when the doorkeeper saw the key lately, else only
+    /// marked as seen.
+    func offer(_ entity: String, _ key: Int64, _ entry: Entry, generation: UInt64) {
+        guard limit > 0, let shelf = shelves[entity] else { return }
+        shelf.withLock { shelf in
+            guard shelf.generation == generation, shelf.admits(Key(key), limit: limit) else { return }
+            shelf.insert(Key(key), entry, limit: limit)
         }
     }
 
