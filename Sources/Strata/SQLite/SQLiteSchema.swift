@@ -75,16 +75,31 @@ struct SQLiteSchema: Sendable {
     let columnsByEntity: [String: [Column]]
 
     /// How to read or write one entity's row positionally.
-    struct RowPlan: Sendable {
+    ///
+    /// A class, as ``KeyedRead`` is: a read of a row takes one reference to it rather than a copy
+    /// retaining each of its arrays.
+    final class RowPlan: Sendable {
         /// The entity's attribute layout.
-        var layout: AttributeLayout
+        let layout: AttributeLayout
         /// For each layout position: the attribute's column in its table (0-based) and its type.
-        var attributes: [(column: Int32, type: AttributeType)]
+        let attributes: [(column: Int32, type: AttributeType)]
         /// The entity's foreign-key columns, with their column in the table.
-        var foreignKeys: [(column: Int32, info: ColumnInfo)]
+        let foreignKeys: [(column: Int32, info: ColumnInfo)]
         /// The to-one relationships of a row whose foreign keys are all NULL, built once: rows
         /// share it instead of each building the same dictionary.
-        var emptyToOne: [String: ObjectID?] = [:]
+        let emptyToOne: [String: ObjectID?]
+
+        init(
+            layout: AttributeLayout, attributes: [(column: Int32, type: AttributeType)],
+            foreignKeys: [(column: Int32, info: ColumnInfo)]
+        ) {
+            self.layout = layout
+            self.attributes = attributes
+            self.foreignKeys = foreignKeys
+            var empty: [String: ObjectID?] = [:]
+            for (_, info) in foreignKeys { empty[info.name] = .some(nil) }
+            emptyToOne = empty
+        }
     }
 
     /// Each entity's ``RowPlan``.
@@ -101,7 +116,7 @@ struct SQLiteSchema: Sendable {
     let selectWithToMany: [String: KeyedRead]
 
     /// A ``selectWithToMany`` statement, with what decoding its rows needs.
-    struct KeyedRead: Sendable {
+    final class KeyedRead: Sendable {
         let sql: SQLText
         /// The entity and its row plan.
         let only: (entity: String, plan: RowPlan)
@@ -109,6 +124,16 @@ struct SQLiteSchema: Sendable {
         let firstList: Int32
         /// The to-many relationships, in the order of their columns.
         let lists: [(name: String, read: RelatedRead?)]
+
+        init(
+            sql: SQLText, only: (entity: String, plan: RowPlan), firstList: Int32,
+            lists: [(name: String, read: RelatedRead?)]
+        ) {
+            self.sql = sql
+            self.only = only
+            self.firstList = firstList
+            self.lists = lists
+        }
     }
     /// `SELECT _pk, _entity, _version, columns… FROM table WHERE _pk = ?`, per table.
     let selectByKey: [String: SQLText]
@@ -144,14 +169,12 @@ struct SQLiteSchema: Sendable {
             let position = { (name: String) in Int32(table.columns.firstIndex { $0.name == name } ?? 0) }
             let types = Dictionary(
                 model.attributes(of: entity).map { ($0.name, $0.type) }, uniquingKeysWith: { first, _ in first })
-            var plan = RowPlan(
+            plans[entity] = RowPlan(
                 layout: layout,
                 attributes: layout.names.map { (position($0), types[$0]!) },
                 foreignKeys: table.infos.enumerated().filter { offset, info in
                     info.type == nil && (columnsByEntity[entity] ?? []).contains { $0.name == info.name }
                 }.map { (Int32($0.offset), $0.element) })
-            for (_, info) in plan.foreignKeys { plan.emptyToOne[info.name] = .some(nil) }
-            plans[entity] = plan
         }
         rowPlans = plans
         let reads = Self.relatedReads(model: model, entities: entities, tables: tables)
