@@ -28,12 +28,16 @@ import Testing
         let folder = TemporaryDirectory()
         for bytes in [StoreOptions.defaultMemoryMapBytes, 0] {
             let url = folder.file("mapped-\(bytes).sqlite")
+            let writer = try SQLiteStore(model: conformanceModel, configuration: "Main", url: url)
+            let tag = try newRow(writer, "Tag", ["name": .string("mapped")])
+            try writer.save(StoreChanges(inserts: [tag]))
+            // Closing checkpoints the WAL into the file: the row is read from the file itself, not
+            // from the WAL (which SQLite reads with pread whatever the map).
+            writer.close()
             let store = try SQLiteStore(
                 model: conformanceModel, configuration: "Main", url: url,
                 options: StoreOptions(memoryMapBytes: bytes))
             defer { store.close() }
-            let tag = try newRow(store, "Tag", ["name": .string("mapped")])
-            try store.save(StoreChanges(inserts: [tag]))
             #expect(try store.row(for: tag.id)?.attributes["name"] == .string("mapped"))
             let maps = try #require(try FileHandle(forReadingAtPath: "/proc/self/maps")?.readToEnd())
             let path = url.resolvingSymlinksInPath().path
