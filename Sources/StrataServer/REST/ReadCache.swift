@@ -149,20 +149,21 @@ final class ReadCache: Sendable {
 
     /// Caches object `key` read as `entity`, unless its entity changed since `generation`.
     func store(_ entity: String, _ key: Int64, _ entry: Entry, generation: UInt64) {
-        guard limit > 0, let shelf = shelves[entity] else { return }
-        shelf.withLock { shelf in
-            guard shelf.generation == generation else { return }
-            shelf.insert(Key(key), entry, limit: limit)
-        }
+        keep(entity, key, entry, generation: generation, throughDoorkeeper: false)
     }
 
     /// Offers object `key`, just read from the store as `entity`, to the cache: kept as
     /// ``store(_:_:_:generation:)`` keeps it when the doorkeeper saw the key lately, else only
     /// marked as seen.
     func offer(_ entity: String, _ key: Int64, _ entry: Entry, generation: UInt64) {
+        keep(entity, key, entry, generation: generation, throughDoorkeeper: true)
+    }
+
+    private func keep(_ entity: String, _ key: Int64, _ entry: Entry, generation: UInt64, throughDoorkeeper: Bool) {
         guard limit > 0, let shelf = shelves[entity] else { return }
         shelf.withLock { shelf in
-            guard shelf.generation == generation, shelf.admits(Key(key), limit: limit) else { return }
+            guard shelf.generation == generation, !throughDoorkeeper || shelf.admits(Key(key), limit: limit)
+            else { return }
             shelf.insert(Key(key), entry, limit: limit)
         }
     }

@@ -416,23 +416,29 @@ struct HTTPBench {
 
 /// Resident memory of a process (this one unless told), from /proc.
 enum Memory {
-    static func value(_ key: String, process: String = "self") -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(process)/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix(key) {
-            return (Int(line.split(separator: " ").dropFirst().first { !$0.isEmpty }.map(String.init) ?? "") ?? 0)
-                * 1024
-        }
-        return 0
+    /// A /proc file of `process`, read to its end: `String(contentsOfFile:)` stops at the first
+    /// page of a file whose size says 0, as /proc's do.
+    private static func procFile(_ name: String, process: String) -> String? {
+        guard let file = FileHandle(forReadingAtPath: "/proc/\(process)/\(name)"), let bytes = try? file.readToEnd()
+        else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
+
+    /// Every `kB` line of `process`'s `status` (`VmRSS:`, `RssAnon:`…), in bytes, read at once.
+    static func status(process: String = "self") -> [String: Int] {
+        var values: [String: Int] = [:]
+        for line in (procFile("status", process: process) ?? "").split(separator: "\n") where line.hasSuffix(" kB") {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            if fields.count == 3, let kibibytes = Int(fields[1]) { values[String(fields[0])] = kibibytes * 1024 }
+        }
+        return values
+    }
+
+    static func value(_ key: String, process: String = "self") -> Int { status(process: process)[key] ?? 0 }
 
     /// The resident bytes of the files under `folder` that `process` maps, from its `smaps`.
     static func mappedResident(process: String, under folder: String) -> Int {
-        // Read to its end: `String(contentsOfFile:)` stops at the first page of a file whose size
-        // says 0, as /proc's do.
-        guard let file = FileHandle(forReadingAtPath: "/proc/\(process)/smaps"),
-            let bytes = try? file.readToEnd()
-        else { return 0 }
-        let smaps = String(decoding: bytes, as: UTF8.self)
+        guard let smaps = procFile("smaps", process: process) else { return 0 }
         let prefix = URL(fileURLWithPath: folder).standardizedFileURL.path + "/"
         var inside = false
         var total = 0

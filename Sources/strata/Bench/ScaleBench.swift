@@ -198,11 +198,11 @@ struct ScaleBench {
         let deepPage = try wrk.run(
             url: server.base + next, connections: 64, seconds: seconds, script: "", folder: folder)
         let process = "\(server.process.processIdentifier)"
+        let status = Memory.status(process: process)
         return Point(
             books: server.books, startupMilliseconds: server.startupMilliseconds,
-            rssAfterStartup: server.rssAfterStartup, rssAfterLoad: Memory.value("VmRSS:", process: process),
-            privateAfterLoad: Memory.value("RssAnon:", process: process),
-            fileBackedAfterLoad: Memory.value("RssFile:", process: process),
+            rssAfterStartup: server.rssAfterStartup, rssAfterLoad: status["VmRSS:"] ?? 0,
+            privateAfterLoad: status["RssAnon:"] ?? 0, fileBackedAfterLoad: status["RssFile:"] ?? 0,
             storeFileMapped: Memory.mappedResident(process: process, under: server.directory.path),
             getByID: getByID, firstPage: firstPage, deepPage: deepPage, deepPageNumber: deepPageNumber)
     }
