@@ -35,8 +35,11 @@ let package = Package(
         // The TLS certificate libmicrohttpd presents, through GnuTLS (libmicrohttpd-dev brings
         // libgnutls28-dev), swappable while serving.
         .target(name: "CTLSCredentials", linkerSettings: [.linkedLibrary("gnutls")]),
+        // The vendored Swagger UI build that `/docs` serves, embedded in the binary by the assembler
+        // (`.incbin`, which finds the files through the header search path).
+        .target(name: "CSwaggerUI", exclude: ["swagger-ui"], cSettings: [.headerSearchPath("swagger-ui")]),
         // REST, OpenAPI and the server runtime over the two.
-        .target(name: "StrataServer", dependencies: ["Strata", "StrataHTTP"]),
+        .target(name: "StrataServer", dependencies: ["Strata", "StrataHTTP", "CSwaggerUI"]),
         // Fuzz targets: libFuzzer's when built with -sanitize=fuzzer -DFUZZING (scripts/fuzz), a
         // replay of saved inputs otherwise.
         .target(name: "CFuzzDriver"),

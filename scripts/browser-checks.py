@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Opens the landing page, /docs and the model diagram in headless Chromium (Debian's chromium).
 
-Run by scripts/test after `swift build` and scripts/fetch-assets:
+Run by scripts/test after `swift build`:
 
-    python3 scripts/browser-checks.py [BINARY] [ASSETS]
+    python3 scripts/browser-checks.py [BINARY]
 
-Starts `strata serve` on a free loopback port with a fresh data folder and the Swagger UI assets,
+Starts `strata serve` as the README's set-up does (no option but a free loopback port and a fresh
+data folder, from a working folder of its own, so /docs has only what the binary embeds),
 creates a few objects, then for each page asks Chromium for the DOM after its scripts ran
 (`--dump-dom`) and asserts on it: the landing page names every entity with its count, /docs
 lists every operation of the OpenAPI document (Swagger UI's own DOM, so its JavaScript ran),
@@ -25,8 +26,7 @@ import tempfile
 import time
 import urllib.request
 
-binary = sys.argv[1] if len(sys.argv) > 1 else ".build/debug/strata"
-assets = sys.argv[2] if len(sys.argv) > 2 else ".build/assets"
+binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".build/debug/strata")
 shots = os.path.join(".build", "artifacts", "screenshots")
 failures = 0
 
@@ -99,9 +99,8 @@ def main():
     base = f"http://127.0.0.1:{port}"
     work = tempfile.mkdtemp(prefix="strata-browser-")
     os.makedirs(shots, exist_ok=True)
-    server = subprocess.Popen([binary, "serve", "--port", str(port), "--data-dir", os.path.join(work, "data"),
-                               "--durability", "normal", "--assets-dir", assets],
-                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "server.log"), "w"))
+    server = subprocess.Popen([binary, "serve", "--port", str(port), "--data-dir", os.path.join(work, "data")],
+                              cwd=work, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "server.log"), "w"))
     try:
         for _ in range(100):
             try:
@@ -131,6 +130,9 @@ def main():
         absent = [o for o in operations if f'id="operations-{o}"' not in dom]
         report(not absent and len(operations) > 0, f"/docs (Swagger UI) lists all {len(operations)} operations",
                f"absent {absent[:5]}")
+        loaded = {f"{base}/docs/swagger-ui-bundle.js", f"{base}/docs/swagger-ui.css"}
+        report(loaded <= urls and 'class="swagger-ui' in dom, "/docs ran the Swagger UI embedded in the binary",
+               f"loaded {sorted(u for u in urls if '/docs/' in u)}")
         report(not outside(urls, port), "/docs loads nothing from elsewhere", ", ".join(outside(urls, port)))
 
         dom, urls = browse(base + "/_model/diagram.svg", work, ["--dump-dom"])

@@ -40,9 +40,9 @@ enum ServeCommand {
                                   is answered 429 and its connection closed
                                   (STRATA_MAX_CONNECTIONS_PER_IP, default 256, 0 for none)
           --idle-timeout SECONDS  a connection silent this long is closed (STRATA_IDLE_TIMEOUT, default 30)
-          --assets-dir DIR        the folder scripts/fetch-assets filled, for the interactive docs at /docs
-                                  (STRATA_ASSETS_DIR; default: ../share/strata/assets or ../assets
-                                  next to the executable, else or with '' /docs is a plain page)
+          --assets-dir DIR        a folder with swagger-ui/ (as scripts/fetch-assets writes it) to serve at
+                                  /docs instead of the Swagger UI embedded in the binary (STRATA_ASSETS_DIR;
+                                  '' for none: /docs is then a plain page)
           --limit NAME=N          a bound on a request's shape, answered 400 (repeatable, or comma-separated;
                                   STRATA_LIMITS): page-size (1000), order-keys (32), filters (64),
                                   where-length (4096), batch (100), json-depth (32), json-elements (200000)
