@@ -42,13 +42,8 @@ final class StrataProcess: @unchecked Sendable {
 
     /// Waits for `text` on stderr.
     func waitFor(_ text: String, seconds: Double = 20) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if stderr.current.contains(text) { return true }
-            if !process.isRunning { return stderr.current.contains(text) }
-            usleep(20_000)
-        }
-        return false
+        eventually(within: seconds, interval: 0.02) { stderr.current.contains(text) || !process.isRunning }
+            && stderr.current.contains(text)
     }
 
     /// The port from the "on http://host:port" start-up line.
@@ -60,9 +55,7 @@ final class StrataProcess: @unchecked Sendable {
     }
 
     func waitForExit(seconds: Double = 30) -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        return process.isRunning ? nil : process.terminationStatus
+        eventually(within: seconds, interval: 0.02) { !process.isRunning } ? process.terminationStatus : nil
     }
 
     deinit { if process.isRunning { process.terminate() } }
