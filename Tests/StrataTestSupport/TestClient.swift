@@ -192,7 +192,7 @@ public final class TestConnection {
             if !reused { try connect() }
             do {
                 try send(bytes)
-                return try readResponse()
+                return try readResponse(isHead: method == "HEAD")
             } catch let error as TestClientError where reused && attempt == 0 {
                 // A kept connection the server had closed: a send failure or nothing read.
                 guard error.closedBeforeResponse || error.description.hasPrefix("send failed") else { throw error }
@@ -216,7 +216,9 @@ public struct TestClient: Sendable {
     public func send(
         _ method: String, _ target: String, body: [UInt8]? = nil, headers: [String: String] = [:]
     ) throws -> ClientResponse {
-        try exchange(Self.request(method, target, port: port, body: body, headers: headers, close: true))
+        try exchange(
+            Self.request(method, target, port: port, body: body, headers: headers, close: true),
+            isHead: method == "HEAD")
     }
 
     /// Sends a request with a JSON body.
@@ -226,15 +228,15 @@ public struct TestClient: Sendable {
         try send(method, target, body: Array(json.utf8), headers: headers)
     }
 
-    /// Sends raw bytes on a new connection and reads one response.
-    public func exchange(_ bytes: [UInt8]) throws -> ClientResponse {
+    /// Sends raw bytes on a new connection and reads one response (of a `HEAD` request: no body).
+    public func exchange(_ bytes: [UInt8], isHead: Bool = false) throws -> ClientResponse {
         let connection = try TestConnection(port: port)
         do {
             try connection.send(bytes)
         } catch {
             // The server may answer (413, say) and close before it read everything: read that.
         }
-        return try connection.readResponse()
+        return try connection.readResponse(isHead: isHead)
     }
 
     /// The bytes of a request: a JSON `Content-Type` unless `headers` names another, and headers
