@@ -12,7 +12,8 @@ creates a few objects, then for each page asks Chromium for the DOM after its sc
 lists every operation of the OpenAPI document (Swagger UI's own DOM, so its JavaScript ran),
 the diagram groups every entity in its configuration. Chromium's network log must show no
 request to any host but the server's. A screenshot of each page is kept in
-.build/artifacts/screenshots. Prints one line per check and exits non-zero when one fails.
+.build/artifacts/screenshots. Prints one line per check and exits non-zero when one fails. Without
+Chromium it fails under CI=true and is skipped (saying so) elsewhere.
 """
 
 import json
@@ -49,7 +50,12 @@ def chromium():
         path = shutil.which(name)
         if path:
             return path
-    sys.exit("FAILED: no chromium on PATH (apt-get install chromium)")
+    # Under CI=true a missing browser fails the run; elsewhere the checks are skipped, loudly.
+    if os.environ.get("CI") == "true":
+        sys.exit("FAILED: the browser checks need chromium, and none is on PATH (apt-get install chromium)")
+    print("*** SKIPPED: the browser checks: no chromium on PATH (apt-get install chromium); "
+          "under CI=true this fails ***", flush=True)
+    sys.exit(0)
 
 
 def browse(url, work, extra):
@@ -95,6 +101,7 @@ def request(base, method, path, body=None):
 
 
 def main():
+    chromium()  # before anything starts: without a browser there is nothing to check
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     work = tempfile.mkdtemp(prefix="strata-browser-")
