@@ -1,0 +1,164 @@
+import Foundation
+
+extension SQLStore {
+    /// Writes every change inside the open transaction on `c` and returns the new versions:
+    /// versions checked first, then inserts, updates, join-table edits and deletes.
+    /// - Throws: ``StoreError`` (`.conflict`, `.notFound`, `.invalidRequest`,
+    ///   `.uniqueViolation`), or what `writeFailure(_:entity:)` makes of a failed write.
+    func writeChanges(_ changes: StoreChanges, _ c: Connection) throws -> [ObjectID: Int64] {
+        let current = try checkVersions(changes, c)
+        var versions: [ObjectID: Int64] = [:]
+        versions.reserveCapacity(changes.inserts.count + changes.updates.count)
+        try insertRows(changes.inserts, &versions, c)
+        for update in changes.updates {
+            try writeUpdate(update, c)
+            versions[update.id] = (current[update.id] ?? 0) + 1
+        }
+        try writeToMany(changes, c)
+        for deletion in changes.deletes { try writeDeletion(deletion, c) }
+        return versions
+    }
+
+    /// Inserts `rows`, which come in runs of one entity (one home): each run is checked, then
+    /// handed to `insert(_:_:entity:plan:_:)` whole. Rows are read in place, never copied.
+    private func insertRows(_ rows: [StoreRow], _ versions: inout [ObjectID: Int64], _ c: Connection) throws {
+        var next = 0
+        while next < rows.count {
+            let home = rows[next].id.home
+            let entity = home.entityName
+            // Throws for an ID of another store, or of an entity the store does not hold.
+            _ = try table(for: rows[next].id)
+            guard let plan = layout.rowPlans[entity] else {
+                throw StoreError(.invalidRequest, "the store does not hold \(entity)", storeURL: url, entity: entity)
+            }
+            let start = next
+            repeat {
+                // Throws for a temporary ID.
+                if rows[next].id.primaryKey == nil { _ = try table(for: rows[next].id) }
+                versions[rows[next].id] = 1
+                next += 1
+            } while next < rows.count && rows[next].id.home === home
+            try insert(rows, start..<next, entity: entity, plan: plan, c)
+        }
+    }
+
+    /// Updates one object's attributes and to-one relationships and raises its version.
+    private func writeUpdate(_ update: StoreUpdate, _ c: Connection) throws {
+        let entity = update.id.entityName
+        let table = try table(for: update.id)
+        var arguments = SQLArguments(dialect)
+        var assignments: [String] = []
+        for (name, value) in update.attributes.sorted(by: { $0.key < $1.key }) {
+            guard model.attribute(name, of: entity) != nil else {
+                throw StoreError(
+                    .invalidRequest, "'\(entity)' has no attribute '\(name)'", storeURL: url, entity: entity,
+                    fields: [name])
+            }
+            assignments.append("\(dialect.quote(name)) = \(arguments.add(Dialect.encode(value)))")
+        }
+        for (name, value) in update.toOne.sorted(by: { $0.key < $1.key }) {
+            guard let relationship = model.relationship(name, of: entity), !relationship.isToMany else {
+                throw StoreError(
+                    .invalidRequest, "'\(entity)' has no to-one relationship '\(name)'", storeURL: url,
+                    entity: entity, fields: [name])
+            }
+            let key = try foreignKey(value, name: name, destination: relationship.destination)
+            assignments.append("\(dialect.quote(name)) = \(arguments.add(key))")
+        }
+        assignments.append("\"_version\" = \"_version\" + 1")
+        let key = arguments.add(Dialect.integer(update.id.primaryKey!))
+        try write(
+            "UPDATE \(dialect.table(table.name)) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = \(key)",
+            arguments.values, entity: entity, c)
+    }
+
+    /// Deletes one object and its pairs in every join table its entity takes part in.
+    private func writeDeletion(_ deletion: StoreDeletion, _ c: Connection) throws {
+        let entity = deletion.id.entityName
+        let table = try table(for: deletion.id)
+        let pk = Dialect.integer(deletion.id.primaryKey!)
+        let key = dialect.placeholder(1, for: nil)
+        try write("DELETE FROM \(dialect.table(table.name)) WHERE \"_pk\" = \(key)", [pk], entity: entity, c)
+        for join in layout.joinTables {
+            for (column, end) in [("source", join.sourceEntity), ("target", join.targetEntity)]
+            where model.entity(entity, isKindOf: end) {
+                try write(
+                    "DELETE FROM \(dialect.table(join.name)) WHERE \"\(column)\" = \(key)", [pk], entity: entity, c)
+            }
+        }
+    }
+
+    /// Writes join-table relationships (see `JoinTableEdit`).
+    private func writeToMany(_ changes: StoreChanges, _ c: Connection) throws {
+        let edits = try JoinTableEdit.plan(changes, model: model, storeURL: url) {
+            (target: ObjectID, relationship: RelationshipDescription) throws(StoreError) in
+            _ = try foreignKey(target, name: relationship.name, destination: relationship.destination)
+        }
+        for edit in edits {
+            switch edit {
+            case .setTargets(let join, let source, let targets):
+                try setTargets(join, source, targets, c)
+            case .setSources(let join, let target, let sources):
+                try setSources(join, target, sources, c)
+            }
+        }
+    }
+
+    /// Removes the pairs of `key` in `column` whose other end is not among `others`.
+    private func removePairs(
+        _ join: JoinTableDescription, _ column: String, _ key: Int64, keeping otherColumn: String,
+        _ others: [Int64], entity: String, _ c: Connection
+    ) throws {
+        var arguments = SQLArguments(dialect)
+        var sql = "DELETE FROM \(dialect.table(join.name)) WHERE \"\(column)\" = \(arguments.add(Dialect.integer(key)))"
+        if !others.isEmpty { sql += " AND " + dialect.excludes("\"\(otherColumn)\"", others, &arguments) }
+        try write(sql, arguments.values, entity: entity, c)
+    }
+
+    /// The source object's list becomes `targets`: pairs that stay keep their place in the other
+    /// side's order.
+    private func setTargets(_ join: JoinTableDescription, _ source: Int64, _ targets: [Int64], _ c: Connection) throws {
+        let entity = join.sourceEntity
+        try removePairs(join, "source", source, keeping: "target", targets, entity: entity, c)
+        let table = dialect.table(join.name)
+        for (position, target) in targets.enumerated() {
+            var arguments = SQLArguments(dialect)
+            var columns = "\"source\", \"target\", "
+            var values = "\(arguments.add(Dialect.integer(source))), \(arguments.add(Dialect.integer(target))), "
+            if join.isTargetOrdered {
+                columns += "\"target_position\", "
+                values +=
+                    "(SELECT coalesce(max(\"target_position\"), -1) + 1 FROM \(table) WHERE \"target\" = \(arguments.add(Dialect.integer(target)))), "
+            }
+            values += arguments.add(Dialect.integer(Int64(position)))
+            try write(
+                "INSERT INTO \(table) (\(columns)\"position\") VALUES (\(values)) "
+                    + "ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\"",
+                arguments.values, entity: entity, c)
+        }
+    }
+
+    /// The objects whose lists hold `target` become `sources`: pairs that stay keep their place
+    /// in the source side's order; new ones go last.
+    private func setSources(_ join: JoinTableDescription, _ target: Int64, _ sources: [Int64], _ c: Connection) throws {
+        let entity = join.targetEntity
+        try removePairs(join, "target", target, keeping: "source", sources, entity: entity, c)
+        let table = dialect.table(join.name)
+        for (position, source) in sources.enumerated() {
+            var arguments = SQLArguments(dialect)
+            let values =
+                "\(arguments.add(Dialect.integer(source))), \(arguments.add(Dialect.integer(target))), "
+                + "(SELECT coalesce(max(\"position\"), -1) + 1 FROM \(table) WHERE \"source\" = \(arguments.add(Dialect.integer(source))))"
+            try write(
+                "INSERT INTO \(table) (\"source\", \"target\", \"position\") VALUES (\(values)) ON CONFLICT DO NOTHING",
+                arguments.values, entity: entity, c)
+            if join.isTargetOrdered {
+                var arguments = SQLArguments(dialect)
+                let sql =
+                    "UPDATE \(table) SET \"target_position\" = \(arguments.add(Dialect.integer(Int64(position)))) "
+                    + "WHERE \"source\" = \(arguments.add(Dialect.integer(source))) AND \"target\" = \(arguments.add(Dialect.integer(target)))"
+                try write(sql, arguments.values, entity: entity, c)
+            }
+        }
+    }
+}
