@@ -87,30 +87,16 @@ enum PostgreSQLMigrator {
 
 /// A migration of one PostgreSQL store, planned and waiting to run.
 final class PostgreSQLPendingMigration: PendingMigration {
-    let url: URL
-    let plan: MigrationPlan
-    let model: ObjectModel
-    let configuration: String?
-    let storeIdentifier: String
-    /// The hashes the store had when planned.
-    let sourceHashes: [String: String]
-    let targetHashes: [String: String]
+    let target: SQLMigrationTarget
+    var storeIdentifier: String { target.storeIdentifier }
+    var targetHashes: [String: String] { target.targetHashes }
+    var plan: MigrationPlan { target.plan }
 
-    init(
-        url: URL, plan: MigrationPlan, model: ObjectModel, configuration: String?, storeIdentifier: String,
-        sourceHashes: [String: String], targetHashes: [String: String]
-    ) {
-        self.url = url
-        self.plan = plan
-        self.model = model
-        self.configuration = configuration
-        self.storeIdentifier = storeIdentifier
-        self.sourceHashes = sourceHashes
-        self.targetHashes = targetHashes
-    }
+    init(_ target: SQLMigrationTarget) { self.target = target }
 
     func prepare() throws(StoreError) -> any PreparedMigration {
-        let (conninfo, namespace, _) = PostgreSQLStore.connection(from: url, configuration: configuration)
+        let url = target.url
+        let (conninfo, namespace, _) = PostgreSQLStore.connection(from: url, configuration: target.configuration)
         let display = PGConnection.redacted(url.absoluteString)
         let c: PGConnection
         do {
@@ -127,7 +113,7 @@ final class PostgreSQLPendingMigration: PendingMigration {
                 // Another server migrated it while this one waited for the lock.
                 return PostgreSQLPreparedMigration(c, url: url, namespace: namespace)
             }
-            guard found.entityHashes == sourceHashes else {
+            guard found.entityHashes == target.sourceHashes else {
                 _ = try? c.execute("ROLLBACK")
                 throw StoreError(
                     .incompatibleModel,
@@ -135,7 +121,8 @@ final class PostgreSQLPendingMigration: PendingMigration {
                         + SQLiteStore.describeDifferences(stored: found.entityHashes, model: targetHashes),
                     storeURL: url)
             }
-            try PostgreSQLMigrator.apply(plan, model: model, configuration: configuration, namespace: namespace, c)
+            try PostgreSQLMigrator.apply(
+                plan, model: target.model, configuration: target.configuration, namespace: namespace, c)
         } catch let error as StoreError {
             throw error
         } catch let error as PGError {
