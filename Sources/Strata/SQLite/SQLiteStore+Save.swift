@@ -73,7 +73,7 @@ extension SQLiteStore {
         } catch let error as StoreError {
             throw error
         } catch let error as SQLiteError {
-            throw storeError(error, entity: "")
+            throw writeError(error, "SQLite write failed")
         } catch {
             throw StoreError(.io, "SQLite write failed: \(error)", storeURL: url)
         }
