@@ -130,4 +130,26 @@ extension SQLStore {
         }
         return current
     }
+
+    /// Keeps a save's participation in the open transaction (see `SaveParticipation`): its
+    /// record, where this store is the commit point, or else the mark that it applied its part.
+    func writeParticipation(
+        _ participation: SaveParticipation, records: String, applied: String, _ c: Connection
+    ) throws(Connection.Failure) {
+        var arguments = SQLArguments(dialect)
+        let sql: String
+        if let record = participation.record {
+            let values = "\(arguments.add(Dialect.text(record.saveID))), \(arguments.add(Dialect.text(record.text)))"
+            sql =
+                "INSERT INTO \(dialect.table(records)) (id, record) VALUES (\(values)) "
+                + "ON CONFLICT (id) DO UPDATE SET record = excluded.record"
+        } else {
+            let values =
+                "\(arguments.add(Dialect.text(participation.saveID))), \(arguments.add(Dialect.text(participation.commitPoint)))"
+            sql =
+                "INSERT INTO \(dialect.table(applied)) (id, commit_point) VALUES (\(values)) "
+                + "ON CONFLICT (id) DO UPDATE SET commit_point = excluded.commit_point"
+        }
+        try c.run(sql, arguments.values)
+    }
 }

@@ -66,16 +66,13 @@ extension SQLiteStore {
     }
 
     /// Writes every change inside the open transaction and returns the new versions (see
-    /// `writeChanges(_:_:)`).
+    /// `writeChanges(_:_:)`, whose every failure is a store error: SQLite's own are turned into
+    /// one where they happen, naming the entity written).
     private func apply(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) -> [ObjectID: Int64] {
         do {
             return try writeChanges(changes, db)
-        } catch let error as StoreError {
-            throw error
-        } catch let error as SQLiteError {
-            throw writeError(error, "SQLite write failed")
         } catch {
-            throw StoreError(.io, "SQLite write failed: \(error)", storeURL: url)
+            throw error as? StoreError ?? StoreError(.io, "SQLite write failed: \(error)", storeURL: url)
         }
     }
 
