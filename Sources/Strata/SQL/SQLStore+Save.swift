@@ -97,9 +97,13 @@ extension SQLStore {
         for edit in edits {
             switch edit {
             case .setTargets(let join, let source, let targets):
-                try setTargets(join, source, targets, c)
+                // Pairs that stay keep their place in the other side's order.
+                try removePairs(join, "source", source, keeping: "target", targets, entity: join.sourceEntity, c)
+                for (position, target) in targets.enumerated() { try place(target, at: position, of: source, join, c) }
             case .setSources(let join, let target, let sources):
-                try setSources(join, target, sources, c)
+                // Pairs that stay keep their place in the source side's order; new ones go last.
+                try removePairs(join, "target", target, keeping: "source", sources, entity: join.targetEntity, c)
+                for (position, source) in sources.enumerated() { try add(target, to: source, at: position, join, c) }
             }
         }
     }
@@ -115,50 +119,53 @@ extension SQLStore {
         try write(sql, arguments.values, entity: entity, c)
     }
 
-    /// The source object's list becomes `targets`: pairs that stay keep their place in the other
-    /// side's order.
-    private func setTargets(_ join: JoinTableDescription, _ source: Int64, _ targets: [Int64], _ c: Connection) throws {
-        let entity = join.sourceEntity
-        try removePairs(join, "source", source, keeping: "target", targets, entity: entity, c)
+    /// Puts `target` at `position` in `source`'s list (and, when the other side is ordered too,
+    /// last in `target`'s list if the pair is new).
+    private func place(
+        _ target: Int64, at position: Int, of source: Int64, _ join: JoinTableDescription, _ c: Connection
+    )
+        throws
+    {
         let table = dialect.table(join.name)
-        for (position, target) in targets.enumerated() {
-            var arguments = SQLArguments(dialect)
-            var columns = "\"source\", \"target\", "
-            var values = "\(arguments.add(Dialect.integer(source))), \(arguments.add(Dialect.integer(target))), "
-            if join.isTargetOrdered {
-                columns += "\"target_position\", "
-                values +=
-                    "(SELECT coalesce(max(\"target_position\"), -1) + 1 FROM \(table) WHERE \"target\" = \(arguments.add(Dialect.integer(target)))), "
-            }
-            values += arguments.add(Dialect.integer(Int64(position)))
-            try write(
-                "INSERT INTO \(table) (\(columns)\"position\") VALUES (\(values)) "
-                    + "ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\"",
-                arguments.values, entity: entity, c)
+        var arguments = SQLArguments(dialect)
+        var columns = "\"source\", \"target\", "
+        var values = "\(arguments.add(Dialect.integer(source))), \(arguments.add(Dialect.integer(target))), "
+        if join.isTargetOrdered {
+            columns += "\"target_position\", "
+            values += nextPosition("target_position", in: table, of: "target", target, &arguments) + ", "
         }
+        values += arguments.add(Dialect.integer(Int64(position)))
+        try write(
+            "INSERT INTO \(table) (\(columns)\"position\") VALUES (\(values)) "
+                + "ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\"",
+            arguments.values, entity: join.sourceEntity, c)
     }
 
-    /// The objects whose lists hold `target` become `sources`: pairs that stay keep their place
-    /// in the source side's order; new ones go last.
-    private func setSources(_ join: JoinTableDescription, _ target: Int64, _ sources: [Int64], _ c: Connection) throws {
-        let entity = join.targetEntity
-        try removePairs(join, "target", target, keeping: "source", sources, entity: entity, c)
+    /// Adds `target` last to `source`'s list unless it holds it already, and puts `source` at
+    /// `position` in `target`'s list when that side is ordered.
+    private func add(_ target: Int64, to source: Int64, at position: Int, _ join: JoinTableDescription, _ c: Connection)
+        throws
+    {
         let table = dialect.table(join.name)
-        for (position, source) in sources.enumerated() {
-            var arguments = SQLArguments(dialect)
-            let values =
-                "\(arguments.add(Dialect.integer(source))), \(arguments.add(Dialect.integer(target))), "
-                + "(SELECT coalesce(max(\"position\"), -1) + 1 FROM \(table) WHERE \"source\" = \(arguments.add(Dialect.integer(source))))"
-            try write(
-                "INSERT INTO \(table) (\"source\", \"target\", \"position\") VALUES (\(values)) ON CONFLICT DO NOTHING",
-                arguments.values, entity: entity, c)
-            if join.isTargetOrdered {
-                var arguments = SQLArguments(dialect)
-                let sql =
-                    "UPDATE \(table) SET \"target_position\" = \(arguments.add(Dialect.integer(Int64(position)))) "
-                    + "WHERE \"source\" = \(arguments.add(Dialect.integer(source))) AND \"target\" = \(arguments.add(Dialect.integer(target)))"
-                try write(sql, arguments.values, entity: entity, c)
-            }
-        }
+        var arguments = SQLArguments(dialect)
+        let pair = "\(arguments.add(Dialect.integer(source))), \(arguments.add(Dialect.integer(target)))"
+        let last = nextPosition("position", in: table, of: "source", source, &arguments)
+        try write(
+            "INSERT INTO \(table) (\"source\", \"target\", \"position\") VALUES (\(pair), \(last)) ON CONFLICT DO NOTHING",
+            arguments.values, entity: join.targetEntity, c)
+        guard join.isTargetOrdered else { return }
+        var update = SQLArguments(dialect)
+        let sql =
+            "UPDATE \(table) SET \"target_position\" = \(update.add(Dialect.integer(Int64(position)))) "
+            + "WHERE \"source\" = \(update.add(Dialect.integer(source))) AND \"target\" = \(update.add(Dialect.integer(target)))"
+        try write(sql, update.values, entity: join.targetEntity, c)
+    }
+
+    /// The place after the last in `key`'s list: one more than the largest `position` of the
+    /// pairs whose `column` is `key` (0 for the first).
+    private func nextPosition(
+        _ position: String, in table: String, of column: String, _ key: Int64, _ arguments: inout SQLArguments<Dialect>
+    ) -> String {
+        "(SELECT coalesce(max(\"\(position)\"), -1) + 1 FROM \(table) WHERE \"\(column)\" = \(arguments.add(Dialect.integer(key))))"
     }
 }
