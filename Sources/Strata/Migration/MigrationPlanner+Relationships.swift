@@ -23,10 +23,11 @@ extension MigrationPlanner {
         mapping.relationships[name] = sources
     }
 
-    /// One entity's relationships in two consecutive model versions, matched by name.
+    /// One entity's relationships in two consecutive model versions, matched as `match` pairs them.
     private struct RelationshipVersions {
-        /// The entity in the new model and in the old one.
+        /// The entity's name in the new model.
         let name: String
+        /// Its name in the old model.
         let oldName: String
         let old: ObjectModel
         let new: ObjectModel
