@@ -140,6 +140,9 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// The version of libmicrohttpd the server runs on, e.g. `"0.9.75"`.
+    public static var libraryVersion: String { String(cString: MHD_get_version()) }
+
     private static func nowNanoseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
