@@ -5,7 +5,9 @@ import StrataHTTP
 /// A running `strata serve`: the HTTP server, the stores and the REST service.
 ///
 /// ``start()`` listens first and answers `/live` at once; `/ready` and the entity routes answer
-/// 503 until every store is loaded.
+/// 503 until every store is loaded. Every request passes the server's stages (`RequestPipeline`:
+/// access log, CORS, limits, authentication, rate limit, readiness, idempotency) on its way to
+/// the ``RESTService``.
 public final class StrataServerInstance: Sendable {
     /// The model served.
     public let model: ObjectModel
