@@ -1,6 +1,6 @@
 import Strata
 
-/// What the server's stages learn about one request on its way in (``RequestPipeline``), for the
+/// What the server's stages learn about one request on its way in (`RequestPipeline`), for the
 /// stages after them and the REST service. Typed, and never taken from the client.
 public struct RequestContext: Sendable {
     /// The name of the bearer token the request presented, when the server knows it (also when
