@@ -23,9 +23,9 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// The client's IP address, e.g. `"127.0.0.1"` or `"::1"`; empty when unknown.
     public var remoteAddress: String
-    /// What the server's own layers attach on the way in (the name and scopes of the bearer
-    /// token that authenticated it); never taken from the client.
-    public var attributes: [String: String] = [:]
+    /// Which of the server's limits the request broke, set only for the server's `tooLarge`
+    /// handler; nil for every request handed to the others.
+    public var exceededLimit: HTTPServerLimit?
 
     /// Creates a request; the server builds these, and tests or batch handlers may too.
     /// - Parameters:
@@ -48,10 +48,6 @@ public struct HTTPRequest: Sendable {
         self.remoteAddress = remoteAddress
     }
 
-    /// Which limit the request broke, for the server's `tooLarge` handler: `"body"`, `"target"`
-    /// (path and query) or `"headers"`; nil otherwise.
-    public var exceededLimit: String? { attributes["exceeded"] }
-
     /// The value of the header called `name`, compared case-insensitively, or `nil`.
     public func header(_ name: String) -> String? {
         let key = Self.hasUppercase(name) ? name.lowercased() : name
@@ -67,6 +63,22 @@ public struct HTTPRequest: Sendable {
     public func queryValues(_ name: String) -> [String] {
         query.filter { $0.name == name }.map(\.value)
     }
+}
+
+/// A limit of ``HTTPServer`` that a request can break (``HTTPRequest/exceededLimit``); each is
+/// set by ``HTTPServerConfiguration``.
+public enum HTTPServerLimit: Sendable, Hashable, CaseIterable {
+    /// The body is larger than ``HTTPServerConfiguration/maxBodyBytes``.
+    case body
+    /// The request target (path and query) is longer than ``HTTPServerConfiguration/maxTargetBytes``.
+    case target
+    /// The headers are larger than ``HTTPServerConfiguration/maxHeaderBytes``.
+    case headers
+    /// The client's address has ``HTTPServerConfiguration/perIPConnectionLimit`` connections open
+    /// already.
+    case connections
+    /// The request took longer than ``HTTPServerConfiguration/requestTimeoutSeconds`` to arrive.
+    case time
 }
 
 extension HTTPRequest {

@@ -41,8 +41,8 @@ public final class HTTPServer: Sendable {
     ///   - configuration: the address, port, threads and limits.
     ///   - handler: answers each complete request that `deferred` does not. It may block unless
     ///     `dispatch` said ``HTTPDispatch/inline``; it must not call ``stop()``, which waits for it.
-    ///   - tooLarge: answers a request over a limit (``HTTPRequest/exceededLimit`` says which:
-    ///     `maxBodyBytes`, `maxTargetBytes` or `maxHeaderBytes`); it gets the request
+    ///   - tooLarge: answers a request over a limit (``HTTPRequest/exceededLimit`` says which
+    ///     ``HTTPServerLimit``); it gets the request
     ///     without its body. A declared `Content-Length` over the limit is answered before the
     ///     body is read (and the connection closed); a chunked body that grows past the limit
     ///     is discarded as it arrives and answered when the upload ends.
@@ -139,6 +139,9 @@ public final class HTTPServer: Sendable {
             current.context.release()
         }
     }
+
+    /// The version of libmicrohttpd the server runs on, e.g. `"0.9.75"`.
+    public static var libraryVersion: String { String(cString: MHD_get_version()) }
 
     private static func nowNanoseconds() -> UInt64 {
         var now = timespec()

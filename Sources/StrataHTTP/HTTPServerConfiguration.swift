@@ -8,10 +8,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// The largest request body accepted; a larger one gets the server's `tooLarge` response.
     public var maxBodyBytes: Int = 1 << 20
     /// The longest request target (path and query) accepted; a longer one gets the `tooLarge`
-    /// response with ``HTTPRequest/exceededLimit`` `"target"` (answered 414).
+    /// response with ``HTTPRequest/exceededLimit`` ``HTTPServerLimit/target`` (answered 414).
     public var maxTargetBytes: Int = 32768
     /// The most header bytes (names and values) accepted; more get the `tooLarge` response with
-    /// ``HTTPRequest/exceededLimit`` `"headers"` (answered 431).
+    /// ``HTTPRequest/exceededLimit`` ``HTTPServerLimit/headers`` (answered 431).
     public var maxHeaderBytes: Int = 16384
     /// libmicrohttpd's memory per connection, which must hold the request line and headers: a
     /// request too large for it is refused by libmicrohttpd itself with its own HTML page, so it
@@ -20,14 +20,14 @@ public struct HTTPServerConfiguration: Sendable {
     /// The most connections open at once; further connections are refused.
     public var maxConnections: Int = 1024
     /// The most connections open at once from one IP address; 0 means no limit. A connection
-    /// past it gets the `tooLarge` response (``HTTPRequest/exceededLimit`` `"connections"`) to its
+    /// past it gets the `tooLarge` response (``HTTPRequest/exceededLimit`` ``HTTPServerLimit/connections``) to its
     /// first request, and is closed.
     public var perIPConnectionLimit: Int = 256
     /// Seconds a connection may stay idle before it is closed; 0 means never.
     public var connectionTimeoutSeconds: Int = 30
     /// Seconds a request may take in all, from its request line to its response's last byte,
     /// apart from the time its handler runs; 0 means no limit. A body completed after it is
-    /// answered with the `tooLarge` response (``HTTPRequest/exceededLimit`` `"time"`); a request
+    /// answered with the `tooLarge` response (``HTTPRequest/exceededLimit`` ``HTTPServerLimit/time``); a request
     /// still incomplete (or a response still unread) a grace period later has its connection
     /// closed. This bounds the clients that trickle bytes to stay under the idle timeout.
     public var requestTimeoutSeconds: Int = 60

@@ -35,7 +35,7 @@ final class HTTPServerContext: Sendable {
     let watchdog: RequestWatchdog?
     /// The most connections one address may have open; 0: no limit of its own. Beyond it a
     /// connection is accepted, its requests answered 429 (`tooLarge` with
-    /// ``HTTPRequest/exceededLimit`` `"connections"`) and it is closed.
+    /// ``HTTPRequest/exceededLimit`` ``HTTPServerLimit/connections``) and it is closed.
     let perAddressLimit: Int
     /// Open connections by peer address.
     private let connectionsByAddress = Mutex<[String: Int]>([:])
@@ -83,12 +83,12 @@ final class HTTPServerContext: Sendable {
             let headerBytes = request.headers.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 }
             if clock(of: connection)?.isOverLimit == true {
                 pending.exceeded = true
-                pending.request.attributes["exceeded"] = "connections"
+                pending.request.exceededLimit = .connections
                 return respond(to: pending, on: connection)
             }
             if target > maxTargetBytes || headerBytes > maxHeaderBytes {
                 pending.exceeded = true
-                pending.request.attributes["exceeded"] = target > maxTargetBytes ? "target" : "headers"
+                pending.request.exceededLimit = target > maxTargetBytes ? .target : .headers
                 return respond(to: pending, on: connection)
             }
             // Answering now (rather than on the second call) makes libmicrohttpd close the
@@ -96,7 +96,7 @@ final class HTTPServerContext: Sendable {
             if let declared = pending.request.headers["content-length"].flatMap(Int.init) {
                 guard declared <= maxBodyBytes else {
                     pending.exceeded = true
-                    pending.request.attributes["exceeded"] = "body"
+                    pending.request.exceededLimit = .body
                     return respond(to: pending, on: connection)
                 }
                 pending.request.body.reserveCapacity(declared)
@@ -112,7 +112,7 @@ final class HTTPServerContext: Sendable {
             watchdog.isOverdue(clock)
         {
             pending.exceeded = true
-            pending.request.attributes["exceeded"] = "time"
+            pending.request.exceededLimit = .time
             pending.request.body = []
         }
         if count > 0 {
@@ -120,7 +120,7 @@ final class HTTPServerContext: Sendable {
             if !pending.exceeded, let uploadData {
                 if pending.request.body.count + count > maxBodyBytes {
                     pending.exceeded = true
-                    pending.request.attributes["exceeded"] = "body"
+                    pending.request.exceededLimit = .body
                     pending.request.body = []
                 } else {
                     uploadData.withMemoryRebound(to: UInt8.self, capacity: count) {

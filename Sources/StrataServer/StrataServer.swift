@@ -1,5 +1,4 @@
-import CMicroHTTPD
-import Strata
+import StrataHTTP
 
 /// The version of libmicrohttpd the server is linked against.
-public var microHTTPDVersion: String { String(cString: MHD_get_version()) }
+public var microHTTPDVersion: String { HTTPServer.libraryVersion }

@@ -241,10 +241,10 @@ enum ServeCommand {
                 }
                 options.maxConnections = count
             case "--log-format":
-                guard value == "text" || value == "json" else {
+                guard let format = AccessLogFormat(rawValue: value) else {
                     throw ServeError("--log-format is text or json, not '\(value)'")
                 }
-                options.logFormat = value
+                options.logFormat = format
             case "--durability":
                 guard let durability = StoreOptions.Durability(rawValue: value) else {
                     throw ServeError("--durability is full or normal, not '\(value)'")

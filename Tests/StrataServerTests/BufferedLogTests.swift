@@ -56,12 +56,11 @@ import Testing
             method: "GET", path: "/books", query: [("limit", "2"), ("title", "a b")], remoteAddress: "10.0.0.7")
         let response = HTTPResponse(status: 200, body: Array("[1]".utf8))
         #expect(
-            StrataServerInstance.accessLine(request, response, 1.5, format: "text")
+            AccessLogStage.line(request, response, 1.5, token: nil, format: .text)
                 == #"10.0.0.7 "GET /books?limit=2&title=a b" 200 3 1.5ms"#)
-        request.attributes["token"] = "reader"
         request.query = []
         #expect(
-            StrataServerInstance.accessLine(request, response, 0.0004, format: "text")
+            AccessLogStage.line(request, response, 0.0004, token: "reader", format: .text)
                 == #"10.0.0.7 "GET /books" 200 3 0.0ms token=reader"#)
     }
 
@@ -72,7 +71,7 @@ import Testing
         for _ in 0..<20_000 { values.append(Double.random(in: 0..<(Bool.random(using: &generator) ? 2 : 5_000))) }
         for value in values {
             #expect(
-                StrataServerInstance.millisecondsText(value) == "\((value * 1000).rounded() / 1000)",
+                AccessLogStage.millisecondsText(value) == "\((value * 1000).rounded() / 1000)",
                 "\(value)")
         }
     }

@@ -188,16 +188,3 @@ final class StrataProcess: @unchecked Sendable {
         #expect(memory.waitForExit() == 0)
     }
 }
-
-@Suite struct ReadinessTests {
-    @Test func onlyLiveAnswersBeforeTheStoresAreLoaded() {
-        let metrics = Metrics()
-        #expect(
-            StrataServerInstance.notReady(HTTPRequest(method: "GET", path: "/live"), metrics: metrics).status == 200)
-        let ready = StrataServerInstance.notReady(HTTPRequest(method: "GET", path: "/ready"), metrics: metrics)
-        #expect(ready.status == 503)
-        #expect(ready.headers.contains { $0.name == "Content-Type" && $0.value == "application/problem+json" })
-        #expect(
-            StrataServerInstance.notReady(HTTPRequest(method: "GET", path: "/books"), metrics: metrics).status == 503)
-    }
-}

@@ -176,7 +176,9 @@ public final class AccessControl: Sendable {
 
     /// The outcome of checking one request.
     enum Decision {
-        /// Let through as it is: anonymous access, or a path that is always open.
+        /// Let through with every scope: no token is in force (anonymous access).
+        case anonymous
+        /// Let through without a scope: a path that is always open.
         case open
         /// Let through on behalf of `token`.
         case allowed(AccessToken)
@@ -187,7 +189,8 @@ public final class AccessControl: Sendable {
     /// Checks `request`'s `Authorization: Bearer` token against the scope its route needs.
     func decide(_ request: HTTPRequest) -> Decision {
         let current = tokens.current
-        guard !current.isEmpty, let scope = requiredScope(request) else { return .open }
+        guard !current.isEmpty else { return .anonymous }
+        guard let scope = requiredScope(request) else { return .open }
         guard let header = request.header("authorization"), header.count > 7,
             header.prefix(7).lowercased() == "bearer "
         else {

@@ -8,12 +8,31 @@ extension OpenAPIBuilder {
         let name = entity.name
         let path = "/" + model.resourcePath(of: name)
         let noun = Self.identifier(name, capitalized: true)
-        let plural = Self.pascalCase(model.resourcePath(of: name))
-        let schema = schemaName(name)
         let tags: OpenAPINode = [.string(name)]
-        var result: [(key: String, value: OpenAPINode)] = []
+        var result = collectionPaths(entity, path: path, noun: noun, tags: tags)
+        result.append((path + "/{id}", objectPath(entity, noun: noun, tags: tags)))
+        for relationship in model.relationships(of: name) {
+            let operation = relationshipOperation(relationship, of: name, noun: noun, tags: tags)
+            result.append(
+                (path + "/{id}/" + relationship.name, ["parameters": Self.objectParameters, "get": operation]))
+        }
+        for fetched in model.fetchedProperties(of: name) {
+            let operation = fetchedPropertyOperation(fetched, of: name, noun: noun, tags: tags)
+            result.append((path + "/{id}/" + fetched.name, ["parameters": Self.objectParameters, "get": operation]))
+        }
+        return result
+    }
 
-        // The collection.
+    /// The parameters of every path below one object: its id.
+    private static var objectParameters: OpenAPINode { [["$ref": "#/components/parameters/Id"]] }
+
+    /// `/books` (list, and create unless abstract) and `/books/_bulk`.
+    private mutating func collectionPaths(
+        _ entity: EntityDescription, path: String, noun: String, tags: OpenAPINode
+    ) -> [(key: String, value: OpenAPINode)] {
+        let name = entity.name
+        let plural = Self.pascalCase(model.resourcePath(of: name))
+        var result: [(key: String, value: OpenAPINode)] = []
         let list = OpenAPINode.members([
             ("operationId", .string(operationID("list", plural))),
             ("summary", .string("List \(name) objects")),
@@ -38,9 +57,13 @@ extension OpenAPIBuilder {
             result.append((path, ["get": list, "post": create]))
             result.append((path + "/_bulk", ["post": bulkCreateOperation(entity, plural: plural, tags: tags)]))
         }
+        return result
+    }
 
-        // One object.
-        let objectParameters: OpenAPINode = [["$ref": "#/components/parameters/Id"]]
+    /// `/books/{id}`: read, change, replace and delete one object.
+    private mutating func objectPath(_ entity: EntityDescription, noun: String, tags: OpenAPINode) -> OpenAPINode {
+        let name = entity.name
+        let schema = schemaName(name)
         let read = OpenAPINode.members([
             ("operationId", .string(operationID("get", noun))),
             ("summary", .string("Read \(Self.article(name)) \(name)")),
@@ -111,79 +134,25 @@ extension OpenAPIBuilder {
                 ])
             ),
         ])
-        result.append(
-            (
-                path + "/{id}",
-                ["parameters": objectParameters, "get": read, "patch": update, "put": replace, "delete": delete]
-            ))
+        return ["parameters": Self.objectParameters, "get": read, "patch": update, "put": replace, "delete": delete]
+    }
 
-        // Relationships and fetched properties.
-        for relationship in model.relationships(of: name) {
-            let property = Self.identifier(relationship.name, capitalized: true)
-            let about = relationship.documentation.map { "\n\n" + $0 } ?? ""
-            let operation: OpenAPINode
-            if relationship.isToMany {
-                let destination = model.entity(named: relationship.destination)
-                operation = .members([
-                    ("operationId", .string(operationID("list", noun + property))),
-                    ("summary", .string("List the \(relationship.name) of \(Self.article(name)) \(name)")),
-                    (
-                        "description",
-                        .string(
-                            "The \(relationship.destination) objects in the to-many relationship `\(relationship.name)`"
-                                + (relationship.isOrdered ? ", in order" : "") + ", a page at a time." + about)
-                    ),
-                    ("tags", tags),
-                    ("parameters", .array(Self.pagingParameters())),
-                    (
-                        "responses",
-                        responses([
-                            (
-                                "200",
-                                destination.map { listResponse($0, "A page of \(relationship.destination) objects.") }
-                            ),
-                            ("400", nil), ("404", nil), ("503", nil),
-                        ])
-                    ),
-                ])
-            } else {
-                operation = .members([
-                    ("operationId", .string(operationID("get", noun + property))),
-                    ("summary", .string("Read the \(relationship.name) of \(Self.article(name)) \(name)")),
-                    (
-                        "description",
-                        .string(
-                            "The \(relationship.destination) in the to-one relationship `\(relationship.name)`; "
-                                + "204 (no body) when there is none; 404 when the \(name) does not exist." + about)
-                    ),
-                    ("tags", tags),
-                    (
-                        "responses",
-                        responses([
-                            (
-                                "200",
-                                objectResponse(schemaName(relationship.destination), "The \(relationship.destination).")
-                            ),
-                            ("204", ["description": .string("The \(name) has no \(relationship.name).")]),
-                            ("400", nil), ("404", nil), ("503", nil),
-                        ])
-                    ),
-                ])
-            }
-            result.append((path + "/{id}/" + relationship.name, ["parameters": objectParameters, "get": operation]))
-        }
-        for fetched in model.fetchedProperties(of: name) {
-            let property = Self.identifier(fetched.name, capitalized: true)
-            let about = fetched.documentation.map { "\n\n" + $0 } ?? ""
-            let operation = OpenAPINode.members([
+    /// `GET /books/{id}/author` or `/books/{id}/tags`: the objects one relationship holds.
+    private mutating func relationshipOperation(
+        _ relationship: RelationshipDescription, of name: String, noun: String, tags: OpenAPINode
+    ) -> OpenAPINode {
+        let property = Self.identifier(relationship.name, capitalized: true)
+        let about = relationship.documentation.map { "\n\n" + $0 } ?? ""
+        if relationship.isToMany {
+            let destination = model.entity(named: relationship.destination)
+            return .members([
                 ("operationId", .string(operationID("list", noun + property))),
-                ("summary", .string("List the \(fetched.name) of \(Self.article(name)) \(name)")),
+                ("summary", .string("List the \(relationship.name) of \(Self.article(name)) \(name)")),
                 (
                     "description",
                     .string(
-                        "The fetched property `\(fetched.name)`: the \(fetched.entity) objects matching "
-                            + "`\(fetched.predicate)` (`$FETCH_SOURCE` is this \(name)), a page at a time; they may "
-                            + "live in another store." + about)
+                        "The \(relationship.destination) objects in the to-many relationship `\(relationship.name)`"
+                            + (relationship.isOrdered ? ", in order" : "") + ", a page at a time." + about)
                 ),
                 ("tags", tags),
                 ("parameters", .array(Self.pagingParameters())),
@@ -192,17 +161,69 @@ extension OpenAPIBuilder {
                     responses([
                         (
                             "200",
-                            model.entity(named: fetched.entity).map {
-                                listResponse($0, "A page of \(fetched.entity) objects.")
-                            }
+                            destination.map { listResponse($0, "A page of \(relationship.destination) objects.") }
                         ),
                         ("400", nil), ("404", nil), ("503", nil),
                     ])
                 ),
             ])
-            result.append((path + "/{id}/" + fetched.name, ["parameters": objectParameters, "get": operation]))
+        } else {
+            return .members([
+                ("operationId", .string(operationID("get", noun + property))),
+                ("summary", .string("Read the \(relationship.name) of \(Self.article(name)) \(name)")),
+                (
+                    "description",
+                    .string(
+                        "The \(relationship.destination) in the to-one relationship `\(relationship.name)`; "
+                            + "204 (no body) when there is none; 404 when the \(name) does not exist." + about)
+                ),
+                ("tags", tags),
+                (
+                    "responses",
+                    responses([
+                        (
+                            "200",
+                            objectResponse(schemaName(relationship.destination), "The \(relationship.destination).")
+                        ),
+                        ("204", ["description": .string("The \(name) has no \(relationship.name).")]),
+                        ("400", nil), ("404", nil), ("503", nil),
+                    ])
+                ),
+            ])
         }
-        return result
+    }
+
+    /// `GET /books/{id}/<fetched property>`: the objects its predicate matches.
+    private mutating func fetchedPropertyOperation(
+        _ fetched: FetchedPropertyDescription, of name: String, noun: String, tags: OpenAPINode
+    ) -> OpenAPINode {
+        let property = Self.identifier(fetched.name, capitalized: true)
+        let about = fetched.documentation.map { "\n\n" + $0 } ?? ""
+        return OpenAPINode.members([
+            ("operationId", .string(operationID("list", noun + property))),
+            ("summary", .string("List the \(fetched.name) of \(Self.article(name)) \(name)")),
+            (
+                "description",
+                .string(
+                    "The fetched property `\(fetched.name)`: the \(fetched.entity) objects matching "
+                        + "`\(fetched.predicate)` (`$FETCH_SOURCE` is this \(name)), a page at a time; they may "
+                        + "live in another store." + about)
+            ),
+            ("tags", tags),
+            ("parameters", .array(Self.pagingParameters())),
+            (
+                "responses",
+                responses([
+                    (
+                        "200",
+                        model.entity(named: fetched.entity).map {
+                            listResponse($0, "A page of \(fetched.entity) objects.")
+                        }
+                    ),
+                    ("400", nil), ("404", nil), ("503", nil),
+                ])
+            ),
+        ])
     }
 
     /// `POST /books`: one object, with links from the created object to what can be done with it.
@@ -553,40 +574,7 @@ extension OpenAPIBuilder {
                 "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Status"]]],
             ]
         }
-        let batch = OpenAPINode.members([
-            ("operationId", .string(operationID("batch", ""))),
-            ("summary", "Run several operations in one transaction"),
-            (
-                "description",
-                .string(
-                    "Runs the operations in order in one child context and saves them all or none: the answer is every "
-                        + "operation's result, or the first failing operation's problem with its index in "
-                        + "`operation`. A body may refer to an object created by an earlier operation as "
-                        + "`{\"$ref\": n}`.")
-            ),
-            ("tags", ["Batch"]),
-            (
-                "requestBody",
-                [
-                    "required": true,
-                    "content": ["application/json": ["schema": ["$ref": "#/components/schemas/BatchRequest"]]],
-                ]
-            ),
-            (
-                "responses",
-                responses([
-                    (
-                        "200",
-                        [
-                            "description": "Every operation succeeded and the batch is saved.",
-                            "content": ["application/json": ["schema": ["$ref": "#/components/schemas/BatchResponse"]]],
-                        ]
-                    ),
-                    ("400", nil), ("404", nil), ("405", nil), ("409", nil), ("412", nil), ("413", nil), ("415", nil),
-                    ("422", nil), ("503", nil),
-                ])
-            ),
-        ])
+        let batch = batchOperation()
         func get(_ id: String, _ summary: String, _ description: String, _ responses: OpenAPINode) -> OpenAPINode {
             [
                 "get": .members([
@@ -662,5 +650,43 @@ extension OpenAPIBuilder {
                     ]))
             ),
         ]
+    }
+
+    /// `POST /_batch`: several operations in one transaction.
+    private mutating func batchOperation() -> OpenAPINode {
+        return OpenAPINode.members([
+            ("operationId", .string(operationID("batch", ""))),
+            ("summary", "Run several operations in one transaction"),
+            (
+                "description",
+                .string(
+                    "Runs the operations in order in one child context and saves them all or none: the answer is every "
+                        + "operation's result, or the first failing operation's problem with its index in "
+                        + "`operation`. A body may refer to an object created by an earlier operation as "
+                        + "`{\"$ref\": n}`.")
+            ),
+            ("tags", ["Batch"]),
+            (
+                "requestBody",
+                [
+                    "required": true,
+                    "content": ["application/json": ["schema": ["$ref": "#/components/schemas/BatchRequest"]]],
+                ]
+            ),
+            (
+                "responses",
+                responses([
+                    (
+                        "200",
+                        [
+                            "description": "Every operation succeeded and the batch is saved.",
+                            "content": ["application/json": ["schema": ["$ref": "#/components/schemas/BatchResponse"]]],
+                        ]
+                    ),
+                    ("400", nil), ("404", nil), ("405", nil), ("409", nil), ("412", nil), ("413", nil), ("415", nil),
+                    ("422", nil), ("503", nil),
+                ])
+            ),
+        ])
     }
 }

@@ -218,31 +218,7 @@ extension OpenAPIBuilder {
             }
             return schema
         case .decimal:
-            guard writing else {
-                notes.append("An exact decimal number, written as a string.")
-                return ["type": "string", "pattern": .string(Self.decimalOutputPattern)]
-            }
-            let text: OpenAPINode = ["type": "string", "pattern": .string(AttributeValue.decimalPattern)]
-            notes.append(
-                "An exact decimal number, written as a string such as \"9.99\"; a JSON integer is accepted too.")
-            if let value = attribute.minValue { notes.append("At least \(Self.plain(value)).") }
-            if let value = attribute.maxValue { notes.append("At most \(Self.plain(value)).") }
-            // A bound of 0 is a sign, which a pattern states exactly; other bounds hold for the
-            // integer form only, and the description says them for the text.
-            let minimum = Self.number(attribute.minValue)
-            let maximum = Self.number(attribute.maxValue)
-            var textForm = text
-            switch (minimum == 0, maximum == 0) {
-            case (true, true): textForm.set("pattern", .string(AttributeValue.zeroDecimalPattern))
-            case (true, false): textForm.set("pattern", .string(AttributeValue.nonNegativeDecimalPattern))
-            case (false, true): textForm.set("pattern", .string(AttributeValue.nonPositiveDecimalPattern))
-            case (false, false): break
-            }
-            var integerForm: OpenAPINode = ["type": "integer", "format": "int64"]
-            if minimum != nil { integerForm.set("minimum", Self.numberNode(attribute.minValue!)) }
-            if maximum != nil { integerForm.set("maximum", Self.numberNode(attribute.maxValue!)) }
-            // OpenAPI 3.0 allows `nullable` only beside `type`: the text form carries it.
-            return ["anyOf": [nullable ? textForm.setting("nullable", true) : textForm, integerForm]]
+            return decimalSchema(attribute, writing: writing, nullable: nullable, notes: &notes)
         case .boolean:
             return ["type": "boolean"]
         case .date:
@@ -277,6 +253,38 @@ extension OpenAPIBuilder {
             }
             return ["description": "Any JSON value."]
         }
+    }
+
+    /// A decimal: text (exact), or when writing a JSON integer too; `notes` gets the bounds a
+    /// pattern cannot state.
+    private func decimalSchema(
+        _ attribute: AttributeDescription, writing: Bool, nullable: Bool, notes: inout [String]
+    ) -> OpenAPINode {
+        guard writing else {
+            notes.append("An exact decimal number, written as a string.")
+            return ["type": "string", "pattern": .string(Self.decimalOutputPattern)]
+        }
+        let text: OpenAPINode = ["type": "string", "pattern": .string(AttributeValue.decimalPattern)]
+        notes.append(
+            "An exact decimal number, written as a string such as \"9.99\"; a JSON integer is accepted too.")
+        if let value = attribute.minValue { notes.append("At least \(Self.plain(value)).") }
+        if let value = attribute.maxValue { notes.append("At most \(Self.plain(value)).") }
+        // A bound of 0 is a sign, which a pattern states exactly; other bounds hold for the
+        // integer form only, and the description says them for the text.
+        let minimum = Self.number(attribute.minValue)
+        let maximum = Self.number(attribute.maxValue)
+        var textForm = text
+        switch (minimum == 0, maximum == 0) {
+        case (true, true): textForm.set("pattern", .string(AttributeValue.zeroDecimalPattern))
+        case (true, false): textForm.set("pattern", .string(AttributeValue.nonNegativeDecimalPattern))
+        case (false, true): textForm.set("pattern", .string(AttributeValue.nonPositiveDecimalPattern))
+        case (false, false): break
+        }
+        var integerForm: OpenAPINode = ["type": "integer", "format": "int64"]
+        if minimum != nil { integerForm.set("minimum", Self.numberNode(attribute.minValue!)) }
+        if maximum != nil { integerForm.set("maximum", Self.numberNode(attribute.maxValue!)) }
+        // OpenAPI 3.0 allows `nullable` only beside `type`: the text form carries it.
+        return ["anyOf": [nullable ? textForm.setting("nullable", true) : textForm, integerForm]]
     }
 
     /// The schema of a relationship: a related id (to-one) or an array of ids (to-many).

@@ -54,44 +54,8 @@ struct ListQuery {
                 guard seen.insert(name).inserted else { throw Problem.badRequest("'\(name)' is given more than once") }
             }
             switch name {
-            case "where":
-                guard value.count <= limits.whereLength else {
-                    throw Problem.badRequest(
-                        "where is \(value.count) characters long; at most \(limits.whereLength) are accepted",
-                        errors: [.init(field: "where", code: "tooLong", message: "longer than \(limits.whereLength)")])
-                }
-                do {
-                    predicates.append(try FetchPredicate(format: value))
-                } catch {
-                    throw Problem.badRequest(
-                        "where: \(error)", errors: [.init(field: "where", code: "invalid", message: "\(error)")])
-                }
-            case "order":
-                let parts = value.split(separator: ",", omittingEmptySubsequences: false)
-                guard parts.count <= limits.orderKeys else {
-                    throw Problem.badRequest(
-                        "order has \(parts.count) sort keys; at most \(limits.orderKeys) are accepted",
-                        errors: [.init(field: "order", code: "tooMany", message: "more than \(limits.orderKeys) keys")]
-                    )
-                }
-                for part in parts {
-                    var pieces = part.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-                    var ascending = true
-                    if pieces.count == 2, pieces[1] == "desc" || pieces[1] == "asc" {
-                        ascending = pieces[1] == "asc"
-                        pieces.removeLast()
-                    }
-                    if pieces.count == 1, pieces[0] == ObjectCodec.idKey {
-                        order.append(SortKey(SortKey.objectKey, ascending: ascending))
-                        continue
-                    }
-                    guard pieces.count == 1, model.attribute(pieces[0], of: entity) != nil else {
-                        throw Problem.badRequest(
-                            "order: '\(part)' is not an attribute of \(entity) or _id (optionally followed by .asc or .desc)",
-                            errors: [.init(field: "order", code: "invalid", message: "unknown sort key '\(part)'")])
-                    }
-                    order.append(SortKey(pieces[0], ascending: ascending))
-                }
+            case "where": predicates.append(try Self.wherePredicate(value, limits: limits))
+            case "order": order += try Self.sortKeys(value, entity: entity, model: model, limits: limits)
             case "limit":
                 guard let number = Int(value), (1...limits.pageSize).contains(number) else {
                     throw Problem.badRequest(
@@ -140,6 +104,57 @@ struct ListQuery {
             keyset = segments
             offset = skip
         }
+    }
+
+    /// The predicate of `where=`.
+    /// - Throws: a 400 ``Problem`` for one too long or malformed.
+    static func wherePredicate(_ value: String, limits: RequestLimits) throws(Problem) -> FetchPredicate {
+        guard value.count <= limits.whereLength else {
+            throw Problem.badRequest(
+                "where is \(value.count) characters long; at most \(limits.whereLength) are accepted",
+                errors: [.init(field: "where", code: "tooLong", message: "longer than \(limits.whereLength)")])
+        }
+        do {
+            return try FetchPredicate(format: value)
+        } catch {
+            throw Problem.badRequest(
+                "where: \(error)", errors: [.init(field: "where", code: "invalid", message: "\(error)")])
+        }
+    }
+
+    /// The sort keys of `order=`: attributes of `entity` or `_id`, each optionally followed by
+    /// `.asc` or `.desc`.
+    /// - Throws: a 400 ``Problem`` for too many keys or one that is not a sort key.
+    static func sortKeys(_ value: String, entity: String, model: ObjectModel, limits: RequestLimits) throws(Problem)
+        -> [SortKey]
+    {
+        let parts = value.split(separator: ",", omittingEmptySubsequences: false)
+        guard parts.count <= limits.orderKeys else {
+            throw Problem.badRequest(
+                "order has \(parts.count) sort keys; at most \(limits.orderKeys) are accepted",
+                errors: [.init(field: "order", code: "tooMany", message: "more than \(limits.orderKeys) keys")]
+            )
+        }
+        var keys: [SortKey] = []
+        for part in parts {
+            var pieces = part.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            var ascending = true
+            if pieces.count == 2, pieces[1] == "desc" || pieces[1] == "asc" {
+                ascending = pieces[1] == "asc"
+                pieces.removeLast()
+            }
+            if pieces.count == 1, pieces[0] == ObjectCodec.idKey {
+                keys.append(SortKey(SortKey.objectKey, ascending: ascending))
+                continue
+            }
+            guard pieces.count == 1, model.attribute(pieces[0], of: entity) != nil else {
+                throw Problem.badRequest(
+                    "order: '\(part)' is not an attribute of \(entity) or _id (optionally followed by .asc or .desc)",
+                    errors: [.init(field: "order", code: "invalid", message: "unknown sort key '\(part)'")])
+            }
+            keys.append(SortKey(pieces[0], ascending: ascending))
+        }
+        return keys
     }
 
     /// The fetch request for these parameters, with one keyset segment (or none: every match).

@@ -141,12 +141,14 @@ public final class RESTService: Sendable {
     }
 
     /// Answers one request. Never throws and never answers 5xx for a client's mistake.
-    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+    /// - Parameter context: who the request acts for (by default anonymous access, which may do
+    ///   everything).
+    public func handle(_ request: HTTPRequest, context: RequestContext = RequestContext()) -> HTTPResponse {
         let started = DispatchTime.now().uptimeNanoseconds
         let route = Route(path: request.path, resources: resources)
         var response: HTTPResponse
         do {
-            response = try dispatch(request, route)
+            response = try dispatch(request, route, context)
         } catch {
             response = error.response
         }
@@ -170,7 +172,7 @@ public final class RESTService: Sendable {
     /// quickly without waiting for a lock or a commit (a read of one object by primary key, the
     /// service documents that need no store, paths that are not resources);
     /// ``HTTPDispatch/deferred`` for writes to a collection or an object, which
-    /// ``handle(_:lead:completion:)`` answers once their group commit is durable; and
+    /// ``handle(_:context:lead:completion:)`` answers once their group commit is durable; and
     /// ``HTTPDispatch/pool`` for the rest (reads from PostgreSQL stores, lists, sub-resources, batches, the OpenAPI document).
     public func dispatch(for request: HTTPRequest) -> HTTPDispatch {
         let method = request.method == "HEAD" ? "GET" : request.method
@@ -273,19 +275,21 @@ public final class RESTService: Sendable {
 
     /// Answers one request without blocking the calling thread: a write to a collection or an
     /// object is prepared here and answered through `completion` when the root's group commit
-    /// holding it is durable (on the thread that committed it); anything else runs ``handle(_:)``
+    /// holding it is durable (on the thread that committed it); anything else runs ``handle(_:context:)``
     /// through `lead`.
     /// - Parameters:
+    ///   - context: who the request acts for (by default anonymous access).
     ///   - lead: runs a job on a thread that may block (the group commit, or a whole request).
     ///   - completion: gets the response, exactly once.
     public func handle(
-        _ request: HTTPRequest, lead: @escaping (@escaping @Sendable () -> Void) -> Void,
+        _ request: HTTPRequest, context: RequestContext = RequestContext(),
+        lead: @escaping (@escaping @Sendable () -> Void) -> Void,
         completion: @escaping @Sendable (HTTPResponse) -> Void
     ) {
         let started = DispatchTime.now().uptimeNanoseconds
         let route = Route(path: request.path, resources: resources)
         guard let prepare = writeBody(request, route) else {
-            lead { [self] in completion(handle(request)) }
+            lead { [self] in completion(handle(request, context: context)) }
             return
         }
         write(request, prepare, lead: lead) { [self] response in
@@ -353,7 +357,9 @@ public final class RESTService: Sendable {
         }
     }
 
-    private func dispatch(_ request: HTTPRequest, _ route: Route) throws(Problem) -> HTTPResponse {
+    private func dispatch(_ request: HTTPRequest, _ route: Route, _ context: RequestContext) throws(Problem)
+        -> HTTPResponse
+    {
         let method = request.method == "HEAD" ? "GET" : request.method
         if route == .unknown { throw Problem.notFound("no resource at \(request.path)") }
         if case .bulk(let entity) = route, createsAbstract(route) {
@@ -372,8 +378,8 @@ public final class RESTService: Sendable {
         if method == "GET", Self.wantsHTML(request), let page = try htmlPage(route, request) { return page }
         switch route {
         case .index:
-            let scopes = request.attributes["scopes"]
-            return json(200, indexDocument(detailed: scopes.map { $0.contains("admin") } ?? true))
+            // The stores' locations and server versions are for admins.
+            return json(200, indexDocument(detailed: context.scopes.contains(.admin)))
         case .live: return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Self.live)
         case .ready: return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Self.ready)
         case .metrics:

@@ -76,8 +76,8 @@ public struct ServerOptions: Sendable {
     public var readCacheObjects = 10_000
     /// Simultaneous connections.
     public var maxConnections = 1024
-    /// `text` or `json` access-log lines.
-    public var logFormat = "text"
+    /// How access-log lines are written.
+    public var logFormat = AccessLogFormat.text
     /// SQLite durability.
     public var durability = StoreOptions.Durability.full
     /// How much of each SQLite store file its readers map into memory (``StoreOptions/memoryMapBytes``).

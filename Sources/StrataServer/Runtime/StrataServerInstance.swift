@@ -5,7 +5,9 @@ import StrataHTTP
 /// A running `strata serve`: the HTTP server, the stores and the REST service.
 ///
 /// ``start()`` listens first and answers `/live` at once; `/ready` and the entity routes answer
-/// 503 until every store is loaded.
+/// 503 until every store is loaded. Every request passes the server's stages (`RequestPipeline`:
+/// access log, CORS, limits, authentication, rate limit, readiness, idempotency) on its way to
+/// the ``RESTService``.
 public final class StrataServerInstance: Sendable {
     /// The model served.
     public let model: ObjectModel
@@ -35,21 +37,6 @@ public final class StrataServerInstance: Sendable {
         let buffered = log == nil ? BufferedLog() : nil
         self.buffered = buffered
         self.log = log ?? { line in buffered?.write(line) }
-        var configuration = HTTPServerConfiguration()
-        configuration.host = options.host
-        configuration.port = options.port
-        configuration.maxBodyBytes = options.maxBodyBytes
-        configuration.tls = options.tlsCertificate != nil || options.tlsKey != nil
-        configuration.maxTargetBytes = options.maxTargetBytes
-        configuration.maxHeaderBytes = options.maxHeaderBytes
-        configuration.maxConnections = options.maxConnections
-        configuration.perIPConnectionLimit = options.maxConnectionsPerIP
-        configuration.connectionTimeoutSeconds = options.idleTimeoutSeconds
-        configuration.requestTimeoutSeconds = options.requestTimeoutSeconds
-        let service = self.service
-        let metrics = self.metrics
-        let logLine = self.log
-        let format = options.logFormat
         do throws(ServeError) {
             access = .success(
                 try AccessControl(
@@ -63,136 +50,38 @@ public final class StrataServerInstance: Sendable {
         } catch {
             cors = .failure(error)
         }
-        let policy = try? cors.get()
-        /// Writes the access-log line of `response` (with its CORS headers), answered `begin`
-        /// nanoseconds into uptime.
-        let logged: @Sendable (HTTPRequest, HTTPResponse, UInt64) -> HTTPResponse = { request, response, begin in
-            let response = policy?.decorate(response, for: request) ?? response
-            let milliseconds = Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6
-            if let buffered, format != "json" {
-                var line: [UInt8] = []
-                StrataServerInstance.appendAccessLine(request, response, milliseconds, to: &line)
-                buffered.write(line)
-            } else {
-                logLine(StrataServerInstance.accessLine(request, response, milliseconds, format: format))
-            }
-            return response
-        }
-        let limiter =
-            options.rateLimit > 0
-            ? RateLimiter(
-                rate: options.rateLimit, burst: options.rateBurst > 0 ? options.rateBurst : 2 * options.rateLimit)
-            : nil
-        /// 429 when the request's client (its token, else its address) is over the rate.
-        let limited: @Sendable (HTTPRequest) -> HTTPResponse? = { request in
-            guard let limiter, request.path != "/live", request.path != "/ready" else { return nil }
-            let client = request.attributes["token"].map { "token:" + $0 } ?? "ip:" + request.remoteAddress
-            guard let wait = limiter.take(client) else { return nil }
-            return Problem(
-                429, "Too Many Requests",
-                "more than \(String(format: "%g", options.rateLimit)) requests per second from \(request.attributes["token"].map { "token " + $0 } ?? request.remoteAddress); try again in \(wait) s",
-                headers: [("Retry-After", String(wait))]
-            ).response
-        }
-        /// The request on behalf of its token, or the answer refusing it.
-        let authorized: @Sendable (HTTPRequest) -> (HTTPRequest, HTTPResponse?) = { request in
-            guard let control else { return (request, limited(request)) }
-            switch control.decide(request) {
-            case .open: return (request, limited(request))
-            case .denied(let response, let token):
-                var request = request
-                request.attributes["token"] = token
-                return (request, response)
-            case .allowed(let token):
-                var request = request
-                request.attributes["token"] = token.name
-                request.attributes["scopes"] = token.scopes.sorted().map(\.rawValue).joined(separator: ",")
-                return (request, limited(request))
-            }
-        }
-        let ledger = self.ledger
-        /// A write with an `Idempotency-Key`: its first answer again, a refusal, or how to keep
-        /// the answer it is about to get.
-        let idempotent: @Sendable (HTTPRequest, RESTService) -> IdempotentStep = { request, service in
-            guard service.isWrite(request) else { return .proceed(keep: { $0 }) }
-            return StrataServerInstance.idempotencyStep(request, ledger: ledger.withLock { $0 })
-        }
+        let service = self.service
+        let pipeline = RequestPipeline(
+            accessLog: AccessLogStage(format: options.logFormat, buffered: buffered, write: self.log),
+            cors: CORSStage(policy: try? cors.get()), limits: LimitsStage(options: options),
+            authentication: AuthenticationStage(control: control),
+            rateLimit: RateLimitStage(rate: options.rateLimit, burst: options.rateBurst),
+            readiness: ReadinessStage(service: service), idempotency: IdempotencyStage(ledger: self.ledger))
         http = HTTPServer(
-            configuration: configuration,
-            handler: { incoming in
-                let begin = DispatchTime.now().uptimeNanoseconds
-                if let preflight = policy?.preflight(incoming) {
-                    logLine(StrataServerInstance.accessLine(incoming, preflight, 0, format: format))
-                    return preflight
-                }
-                let (request, refusal) = authorized(incoming)
-                if let refusal { return logged(request, refusal, begin) }
-                guard let ready = service.withLock({ $0 }) else {
-                    return logged(request, StrataServerInstance.notReady(request, metrics: metrics), begin)
-                }
-                switch idempotent(request, ready) {
-                case .answer(let response): return logged(request, response, begin)
-                case .proceed(let keep): return logged(request, keep(ready.handle(request)), begin)
-                }
-            },
-            tooLarge: { request in
-                let response: HTTPResponse
-                switch request.exceededLimit {
-                case "target":
-                    response =
-                        Problem(
-                            414, "URI Too Long",
-                            "the request target (path and query) is longer than \(options.maxTargetBytes) bytes"
-                        ).response
-                case "headers":
-                    response =
-                        Problem(
-                            431, "Request Header Fields Too Large",
-                            "the request headers are larger than \(options.maxHeaderBytes) bytes"
-                        ).response
-                case "connections":
-                    response =
-                        Problem(
-                            429, "Too Many Requests",
-                            "this address has \(options.maxConnectionsPerIP) connections open already; reuse one",
-                            headers: [("Retry-After", "1")]
-                        ).response
-                case "time":
-                    response =
-                        Problem(
-                            408, "Request Timeout",
-                            "the request took longer than \(options.requestTimeoutSeconds) s to arrive"
-                        ).response
-                default:
-                    response =
-                        Problem(
-                            413, "Content Too Large", "the request body is larger than \(options.maxBodyBytes) bytes"
-                        ).response
-                }
-                return logged(request, response, DispatchTime.now().uptimeNanoseconds)
-            },
+            configuration: Self.httpConfiguration(options),
+            handler: { request in pipeline.respond(request) },
+            tooLarge: { request in pipeline.respond(request) },
             dispatch: { request in
                 // Until the stores load every answer is a constant.
                 service.withLock({ $0 })?.dispatch(for: request) ?? .inline
             },
-            deferred: { incoming, responder in
-                let begin = DispatchTime.now().uptimeNanoseconds
-                let (request, refusal) = authorized(incoming)
-                let respond: @Sendable (HTTPResponse) -> Void = { responder.respond(logged(request, $0, begin)) }
-                if let refusal {
-                    respond(refusal)
-                    return
-                }
-                guard let ready = service.withLock({ $0 }) else {
-                    respond(StrataServerInstance.notReady(request, metrics: metrics))
-                    return
-                }
-                switch idempotent(request, ready) {
-                case .answer(let response): respond(response)
-                case .proceed(let keep):
-                    ready.handle(request, lead: responder.runBlocking) { respond(keep($0)) }
-                }
-            })
+            deferred: { request, responder in pipeline.respond(request, through: responder) })
+    }
+
+    /// What the HTTP server is told of `options`: where to listen, and its limits.
+    static func httpConfiguration(_ options: ServerOptions) -> HTTPServerConfiguration {
+        var configuration = HTTPServerConfiguration()
+        configuration.host = options.host
+        configuration.port = options.port
+        configuration.maxBodyBytes = options.maxBodyBytes
+        configuration.tls = options.tlsCertificate != nil || options.tlsKey != nil
+        configuration.maxTargetBytes = options.maxTargetBytes
+        configuration.maxHeaderBytes = options.maxHeaderBytes
+        configuration.maxConnections = options.maxConnections
+        configuration.perIPConnectionLimit = options.maxConnectionsPerIP
+        configuration.connectionTimeoutSeconds = options.idleTimeoutSeconds
+        configuration.requestTimeoutSeconds = options.requestTimeoutSeconds
+        return configuration
     }
 
     /// The port the server listens on.
@@ -359,107 +248,6 @@ public final class StrataServerInstance: Sendable {
         }
         if report.waitingSaves > 0 { text += "; \(report.waitingSaves) wait for stores that are not attached" }
         return text
-    }
-
-    static func notReady(_ request: HTTPRequest, metrics: Metrics) -> HTTPResponse {
-        if request.path == "/live" {
-            return HTTPResponse(
-                status: 200, headers: [("Content-Type", "application/json")], body: Array(#"{"status":"live"}"#.utf8))
-        }
-        return Problem(503, "Service Unavailable", "the stores are still loading").response
-    }
-
-    /// One access-log line.
-    static func accessLine(_ request: HTTPRequest, _ response: HTTPResponse, _ milliseconds: Double, format: String)
-        -> String
-    {
-        if format == "json" {
-            let query =
-                request.query.isEmpty
-                ? "" : "?" + request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
-            let duration = (milliseconds * 1000).rounded() / 1000
-            return JSONValue.object([
-                "time": .string(AttributeValue.formatDate(Date())), "remote": .string(request.remoteAddress),
-                "method": .string(request.method), "path": .string(request.path + query),
-                "status": .integer(Int64(response.status)), "bytes": .integer(Int64(response.body.count)),
-                "ms": .double(duration), "token": request.attributes["token"].map { .string($0) } ?? .null,
-            ]).jsonText
-        }
-        var line: [UInt8] = []
-        appendAccessLine(request, response, milliseconds, to: &line)
-        return String(decoding: line, as: UTF8.self)
-    }
-
-    /// Appends the text access-log line `remote "METHOD path?query" status bytes 0.123ms[ token=name]`
-    /// to `out` as UTF-8, written as bytes: building it as a `String` was a tenth of a cached GET's
-    /// instructions.
-    static func appendAccessLine(
-        _ request: HTTPRequest, _ response: HTTPResponse, _ milliseconds: Double, to out: inout [UInt8]
-    ) {
-        let token = request.attributes["token"]
-        out.reserveCapacity(out.count + 64 + request.remoteAddress.utf8.count + request.path.utf8.count)
-        out += request.remoteAddress.utf8
-        out += #" ""#.utf8
-        out += request.method.utf8
-        out.append(UInt8(ascii: " "))
-        out += request.path.utf8
-        for (index, item) in request.query.enumerated() {
-            out.append(UInt8(ascii: index == 0 ? "?" : "&"))
-            out += item.name.utf8
-            out.append(UInt8(ascii: "="))
-            out += item.value.utf8
-        }
-        out += #"" "#.utf8
-        JSONValue.writeInteger(Int64(response.status), to: &out)
-        out.append(UInt8(ascii: " "))
-        JSONValue.writeInteger(Int64(response.body.count), to: &out)
-        out.append(UInt8(ascii: " "))
-        appendMilliseconds(milliseconds, to: &out)
-        out += "ms".utf8
-        if let token {
-            out += " token=".utf8
-            out += token.utf8
-        }
-    }
-
-    /// Milliseconds to three decimals as `Double`'s description writes them once rounded (`0.25`,
-    /// `3.0`, `12.125`), appended as bytes without formatting a `Double` (formatting it was a tenth
-    /// of the access line's cost).
-    static func appendMilliseconds(_ milliseconds: Double, to out: inout [UInt8]) {
-        guard milliseconds.isFinite, milliseconds >= 0, milliseconds < 1e12 else {
-            out += "\((milliseconds * 1000).rounded() / 1000)".utf8
-            return
-        }
-        let micro = Int64((milliseconds * 1000).rounded())
-        JSONValue.writeInteger(micro / 1000, to: &out)
-        out.append(UInt8(ascii: "."))
-        var fraction = micro % 1000
-        guard fraction != 0 else {
-            out.append(UInt8(ascii: "0"))
-            return
-        }
-        var digits = 3
-        while fraction % 10 == 0 {
-            fraction /= 10
-            digits -= 1
-        }
-        // Leading zeros of the kept digits: 0.05 is "05" after the point.
-        var width = 1
-        var rest = fraction / 10
-        while rest > 0 {
-            width += 1
-            rest /= 10
-        }
-        for _ in width..<digits { out.append(UInt8(ascii: "0")) }
-        JSONValue.writeInteger(fraction, to: &out)
-    }
-
-    /// Milliseconds to three decimals as `Double`'s description writes them once rounded (`0.25`,
-    /// `3.0`, `12.125`), without formatting a `Double` (see ``appendMilliseconds(_:to:)``).
-    static func millisecondsText(_ milliseconds: Double) -> String {
-        var out: [UInt8] = []
-        appendMilliseconds(milliseconds, to: &out)
-        return String(decoding: out, as: UTF8.self)
     }
 }
 

@@ -1,0 +1,90 @@
+import Foundation
+import Strata
+import StrataHTTP
+
+/// An `Idempotency-Key` a request claimed, to finish with its answer.
+struct IdempotencyClaim: Sendable {
+    let ledger: IdempotencyLedger
+    let scope: String
+    let key: String
+}
+
+/// Keeps the answer to a write with an `Idempotency-Key` (for `--idempotency-hours`), per author:
+/// the same key and request again gets the first answer back; the same key with another request,
+/// or while the first runs, is refused.
+struct IdempotencyStage: ServerStage {
+    /// The answers kept, once the server runs; nil also when keys are ignored.
+    let ledger: Locked<IdempotencyLedger?>
+
+    /// The methods an `Idempotency-Key` applies to.
+    static let methods: Set<String> = ["POST", "PATCH", "PUT", "DELETE"]
+
+    func enter(_ request: HTTPRequest, _ context: inout RequestContext) -> HTTPResponse? {
+        // Reads first: they never carry a key that counts, and they are most requests.
+        guard request.method != "GET", request.method != "HEAD", let ledger = ledger.withLock({ $0 }),
+            Self.methods.contains(request.method), let key = request.header("idempotency-key"),
+            context.service?.isWrite(request) == true
+        else { return nil }
+        return claim(key, for: request, in: ledger, &context)
+    }
+
+    func leave(_ response: HTTPResponse, to request: HTTPRequest, _ context: RequestContext) -> HTTPResponse {
+        guard let claim = context.idempotencyClaim else { return response }
+        // A 5xx or 429 changed nothing: the key may be sent again.
+        let kept =
+            response.status >= 500 || response.status == 429
+            ? nil : IdempotencyLedger.Answer(status: response.status, headers: response.headers, body: response.body)
+        claim.ledger.finish(kept, scope: claim.scope, key: claim.key)
+        return response
+    }
+
+    /// Claims `key` for `request`: nil when it is new (the claim noted in `context`), else the
+    /// first answer again or a refusal.
+    private func claim(
+        _ key: String, for request: HTTPRequest, in ledger: IdempotencyLedger, _ context: inout RequestContext
+    ) -> HTTPResponse? {
+        guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else {
+            return Problem.badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters").response
+        }
+        let scope = context.author
+        var digest = SHA256()
+        digest.update(request.method + "\n" + request.path + "\n")
+        for item in request.query { digest.update(item.name + "=" + item.value + "&") }
+        for header in ["if-match", "if-none-match", "prefer", "content-type"] {
+            digest.update("\n" + header + ":" + (request.header(header) ?? ""))
+        }
+        digest.update("\n")
+        digest.update(request.body)
+        let fingerprint = digest.finalize().map { String(format: "%02x", $0) }.joined()
+        let claim: IdempotencyLedger.Claim
+        do {
+            claim = try ledger.claim(scope: scope, key: key, fingerprint: fingerprint)
+        } catch {
+            return Problem(503, "Service Unavailable", error.message, headers: [("Retry-After", "1")]).response
+        }
+        switch claim {
+        case .claimed:
+            context.idempotencyClaim = IdempotencyClaim(ledger: ledger, scope: scope, key: key)
+            return nil
+        case .answered(let answer):
+            return HTTPResponse(
+                status: answer.status, headers: answer.headers + [("Idempotent-Replayed", "true")], body: answer.body)
+        case .mismatch:
+            return Problem(
+                422, "Unprocessable Content",
+                "Idempotency-Key '\(key)' was used for another request (method, path, query, preconditions or body); send a new key for a new request"
+            ).response
+        case .inFlight:
+            return Problem(
+                409, "Conflict",
+                "a request with Idempotency-Key '\(key)' is still running; retry when it is answered",
+                headers: [("Retry-After", "1")]
+            ).response
+        case .interrupted:
+            return Problem(
+                409, "Conflict",
+                "the request with Idempotency-Key '\(key)' was interrupted when the server stopped, so whether it was saved is unknown: read the resource to see, or send a new key"
+            ).response
+        }
+    }
+}
