@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <microhttpd.h>
 
 /// `MHD_start_daemon` is variadic, which Swift cannot call. This wrapper passes every option
@@ -14,6 +15,12 @@ static inline struct MHD_Daemon *cmhd_start_daemon(unsigned int flags, uint16_t 
                                                    const struct MHD_OptionItem *options) {
     return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
                             MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+}
+
+/// Names the calling thread as the kernel knows it (what `top -H`, `perf` and a debugger show).
+/// `prctl` is variadic, which Swift cannot call.
+static inline void cmhd_name_this_thread(const char *name) {
+    prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
 /// The bound port of a running daemon (useful when started on port 0), or 0.

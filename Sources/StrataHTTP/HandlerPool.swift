@@ -62,7 +62,9 @@ final class HandlerPool: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
         if start {
             Thread.detachNewThread { [self] in
-                Thread.current.name = "strata-handler"
+                // The kernel's name of the thread (what `top -H`, `perf` and a debugger show). A
+                // new thread starts with its creator's name, a libmicrohttpd "MHD-worker".
+                cmhd_name_this_thread("strata-handler")
                 run()
             }
         }
