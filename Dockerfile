@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
 
-# Build stage: the official Swift 6 image on Debian bookworm, plus the C libraries' headers.
+# Build stage: the official Swift 6 image on Debian bookworm, plus the C libraries' headers. The
+# binary embeds the Swagger UI build that /docs serves (Sources/CSwaggerUI), so nothing else is
+# copied into the runtime stage.
 FROM swift:6.0-bookworm AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libsqlite3-dev libmicrohttpd-dev libpq-dev pkg-config \
@@ -10,13 +12,6 @@ COPY Package.swift ./
 COPY Sources ./Sources
 RUN swift build -c release --static-swift-stdlib --product strata \
     && install -D -m 0755 .build/release/strata /out/strata
-
-# Assets stage: Swagger UI for /docs, fetched from PyPI and hash-checked by the same script a
-# source checkout uses (nothing of it is in the repository).
-FROM python:3.11-slim-bookworm AS assets
-WORKDIR /src
-COPY scripts/fetch-assets ./scripts/
-RUN scripts/fetch-assets /out/assets
 
 # Runtime stage: only the shared libraries the binary links (see scripts/check-container):
 # SQLite, libmicrohttpd (with GnuTLS, which it depends on, for --tls-cert), libpq (PostgreSQL
@@ -30,7 +25,6 @@ RUN apt-get update \
     && mkdir -p /data \
     && chown strata:strata /data
 COPY --from=build /out/strata /usr/local/bin/strata
-COPY --from=assets /out/assets /usr/local/share/strata/assets
 USER 10001:10001
 WORKDIR /data
 VOLUME ["/data"]

@@ -36,8 +36,11 @@ let package = Package(
         // The TLS certificate libmicrohttpd presents, through GnuTLS (libmicrohttpd-dev brings
         // libgnutls28-dev), swappable while serving.
         .target(name: "CTLSCredentials", linkerSettings: [.linkedLibrary("gnutls")]),
+        // The vendored Swagger UI build that `/docs` serves, embedded in the binary by the assembler
+        // (`.incbin`, which finds the files through the header search path).
+        .target(name: "CSwaggerUI", exclude: ["swagger-ui"], cSettings: [.headerSearchPath("swagger-ui")]),
         // REST, OpenAPI and the server runtime over the two.
-        .target(name: "StrataServer", dependencies: ["Strata", "StrataHTTP"]),
+        .target(name: "StrataServer", dependencies: ["Strata", "StrataHTTP", "CSwaggerUI"]),
         // Fuzz targets: libFuzzer's when built with -sanitize=fuzzer -DFUZZING (scripts/fuzz), a
         // replay of saved inputs otherwise.
         .target(name: "CFuzzDriver"),
@@ -56,9 +59,14 @@ let package = Package(
         // split, import. It links no benchmark code and no cluster starter.
         .executableTarget(name: "strata", dependencies: ["Strata", "StrataHTTP", "StrataServer", "StrataCLI"]),
         // The benchmark: wrk scripts, /proc readers, raw SQLite and libpq baselines, scratch clusters.
+        // It runs strata (the scale scenarios' servers) and strata-ceiling from beside itself: as
+        // dependencies they are built with it, their code not linked into it.
         .executableTarget(
             name: "strata-bench",
-            dependencies: ["Strata", "StrataServer", "StrataCLI", "StrataPGCluster", "CSQLite", "CLibPQ"],
+            dependencies: [
+                "Strata", "StrataServer", "StrataCLI", "StrataPGCluster", "CSQLite", "CLibPQ", "strata",
+                "strata-ceiling",
+            ],
             path: "Sources/StrataBench"),
         // What the test suites share: temporary folders, the live-server fixture, test clients.
         .target(

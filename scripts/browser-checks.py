@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """Opens the landing page, /docs and the model diagram in headless Chromium (Debian's chromium).
 
-Run by scripts/test after `swift build` and scripts/fetch-assets:
+Run by scripts/test after `swift build`:
 
-    python3 scripts/browser-checks.py [BINARY] [ASSETS]
+    python3 scripts/browser-checks.py [BINARY]
 
-Starts `strata serve` on a free loopback port with a fresh data folder and the Swagger UI assets,
+Starts `strata serve` as the README's set-up does (no option but a free loopback port and a fresh
+data folder, from a working folder of its own, so /docs has only what the binary embeds),
 creates a few objects, then for each page asks Chromium for the DOM after its scripts ran
 (`--dump-dom`) and asserts on it: the landing page names every entity with its count, /docs
 lists every operation of the OpenAPI document (Swagger UI's own DOM, so its JavaScript ran),
 the diagram groups every entity in its configuration. Chromium's network log must show no
 request to any host but the server's. A screenshot of each page is kept in
-.build/artifacts/screenshots. Prints one line per check and exits non-zero when one fails.
+.build/artifacts/screenshots. Prints one line per check and exits non-zero when one fails. Without
+Chromium it fails under CI=true and is skipped (saying so) elsewhere.
 """
 
 import json
@@ -25,8 +27,7 @@ import tempfile
 import time
 import urllib.request
 
-binary = sys.argv[1] if len(sys.argv) > 1 else ".build/debug/strata"
-assets = sys.argv[2] if len(sys.argv) > 2 else ".build/assets"
+binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".build/debug/strata")
 shots = os.path.join(".build", "artifacts", "screenshots")
 failures = 0
 
@@ -49,7 +50,12 @@ def chromium():
         path = shutil.which(name)
         if path:
             return path
-    sys.exit("FAILED: no chromium on PATH (apt-get install chromium)")
+    # Under CI=true a missing browser fails the run; elsewhere the checks are skipped, loudly.
+    if os.environ.get("CI") == "true":
+        sys.exit("FAILED: the browser checks need chromium, and none is on PATH (apt-get install chromium)")
+    print("*** SKIPPED: the browser checks: no chromium on PATH (apt-get install chromium); "
+          "under CI=true this fails ***", flush=True)
+    sys.exit(0)
 
 
 def browse(url, work, extra):
@@ -95,13 +101,13 @@ def request(base, method, path, body=None):
 
 
 def main():
+    chromium()  # before anything starts: without a browser there is nothing to check
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     work = tempfile.mkdtemp(prefix="strata-browser-")
     os.makedirs(shots, exist_ok=True)
-    server = subprocess.Popen([binary, "serve", "--port", str(port), "--data-dir", os.path.join(work, "data"),
-                               "--durability", "normal", "--assets-dir", assets],
-                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "server.log"), "w"))
+    server = subprocess.Popen([binary, "serve", "--port", str(port), "--data-dir", os.path.join(work, "data")],
+                              cwd=work, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "server.log"), "w"))
     try:
         for _ in range(100):
             try:
@@ -131,6 +137,9 @@ def main():
         absent = [o for o in operations if f'id="operations-{o}"' not in dom]
         report(not absent and len(operations) > 0, f"/docs (Swagger UI) lists all {len(operations)} operations",
                f"absent {absent[:5]}")
+        loaded = {f"{base}/docs/swagger-ui-bundle.js", f"{base}/docs/swagger-ui.css"}
+        report(loaded <= urls and 'class="swagger-ui' in dom, "/docs ran the Swagger UI embedded in the binary",
+               f"loaded {sorted(u for u in urls if '/docs/' in u)}")
         report(not outside(urls, port), "/docs loads nothing from elsewhere", ", ".join(outside(urls, port)))
 
         dom, urls = browse(base + "/_model/diagram.svg", work, ["--dump-dom"])

@@ -2,8 +2,10 @@
 """Imports Core Data stores with `strata import`, killing it with SIGKILL along the way, and checks
 the result from the outside.
 
-For each store (the fixtures scripts/coredata-fixtures.py writes, and the real stores of public
-apps in STRATA_COREDATA_MATERIAL, /work/shared/coredata by default, when present):
+For each store (the fixtures scripts/coredata-fixtures.py writes, and every store of the shared
+Core Data material that Strata imports: ../shared/coredata beside the repository root, or the
+folder STRATA_COREDATA_MATERIAL names; under CI=true a missing material is a failure, elsewhere a
+skip said loudly; the stores whose import Core Data itself refuses are RealCoreDataStoreTests'):
 
   1. `strata inspect STORE --model M` names the version that wrote it;
   2. `strata import` is killed with SIGKILL at random moments and run again until it finishes,
@@ -36,24 +38,47 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from xml.etree import ElementTree
 
 ROOT = Path(__file__).resolve().parent.parent
-MATERIAL = Path(os.environ.get("STRATA_COREDATA_MATERIAL", "/work/shared/coredata")) / "stores"
+MATERIAL = Path(os.environ.get("STRATA_COREDATA_MATERIAL") or ROOT.parent / "shared" / "coredata") / "stores"
 BINARY = str(ROOT / ".build" / "debug" / "strata")
 spec = importlib.util.spec_from_file_location("fixtures", ROOT / "scripts" / "coredata-fixtures.py")
 fixtures = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fixtures)
 
 # (store under the material, model, the version that wrote it)
+BOOKMARKS = "ddg-bsk-bookmarks-KNOWN-A/BookmarksModel.xcdatamodeld"
 REAL = [
     ("bnr-coredatastack-testmodel/TestModel.sqlite", "bnr-coredatastack-testmodel/Sample.xcdatamodeld", "TestModel"),
     ("cadets-ets/Sample.sqlite", "cadets-ets/Model.xcdatamodeld", "Model 20"),
+    ("cadets-ets/Sample-prod.sqlite", "cadets-ets/Model.xcdatamodeld", "Model 20"),
+    ("coredataplus-samplemodel/SampleModel_V1.sqlite", "coredataplus-samplemodel/SampleModel.xcdatamodeld", "SampleModel"),
+    ("coredataplus-samplemodel/SampleModel_V2.sqlite",
+     "coredataplus-samplemodel/SampleModel.xcdatamodeld/SampleModel2.xcdatamodel", "SampleModel2"),
     ("coredataplus-samplemodel-2018/SampleModelV2.sqlite",
      "coredataplus-samplemodel-2018/SampleModel.xcdatamodeld/SampleModel3.xcdatamodel", "SampleModel3"),
-    ("ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V5.sqlite", "ddg-bsk-bookmarks-KNOWN-A/BookmarksModel.xcdatamodeld", "BookmarksModel 5"),
+    ("coredataplus-samplemodel3/SampleModel3_V1.sqlite", "coredataplus-samplemodel3/SampleModel3.xcdatamodeld", "SampleModel3"),
+    ("ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V1.sqlite", BOOKMARKS, "BookmarksModel"),
+    ("ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V2.sqlite", BOOKMARKS, "BookmarksModel 2"),
+    ("ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V3.sqlite", BOOKMARKS, "BookmarksModel 3"),
+    ("ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V4.sqlite", BOOKMARKS, "BookmarksModel 4"),
+    ("ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V5.sqlite", BOOKMARKS, "BookmarksModel 5"),
+    ("ddg-bsk-syncmetadata-KNOWN-B/SyncMetadata_V3.sqlite", "ddg-bsk-syncmetadata-KNOWN-B/SyncMetadata.xcdatamodeld",
+     "SyncMetadata 3"),
     ("hap-ios/HAP.sqlite", "hap-ios/HAP.xcdatamodeld", "HAP"),
+    ("mwkcoredata/MWKCoreDataTests.sqlite", "mwkcoredata/MWKCoreDataTests.xcdatamodeld", "MWKCoreDataTests"),
     ("xcservercoredata/head/XCServerCoreData_2.0.1.sqlite", "xcservercoredata/XCServerCoreData.xcdatamodeld", "XCServerCoreData2.0.1"),
 ]
+# Stores Core Data migrates and Strata refuses today: the issue that fixes each, and what the
+# refusal says. Any other outcome fails, an import included (the mark then goes).
+BOOKMARKS_ISSUE = ("issue 36: Core Data migrates Bookmarks V1-V3 (a to-one relationship becoming to-many), "
+                   "Strata refuses it", "changes from to-one to to-many")
+KNOWN = {
+    "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V1.sqlite": BOOKMARKS_ISSUE,
+    "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V2.sqlite": BOOKMARKS_ISSUE,
+    "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V3.sqlite": BOOKMARKS_ISSUE,
+}
 
 
 def digest(path):
@@ -61,14 +86,29 @@ def digest(path):
             for s in ["", "-wal", "-shm"] if os.path.exists(str(path) + s)}
 
 
-def current_model(path):
+def current_version(path):
+    """The `.xcdatamodel` of a model: itself, or a bundle's current version."""
     path = Path(path)
     if path.suffix == ".xcdatamodeld":
         marker = path / ".xccurrentversion"
         name = plistlib.loads(marker.read_bytes()).get("_XCCurrentVersionName") if marker.exists() else None
         versions = sorted(path.glob("*.xcdatamodel"))
         path = path / name if name else versions[-1]
-    return fixtures.load_model(path)
+    return path
+
+
+def current_model(path):
+    return fixtures.load_model(current_version(path))
+
+
+def renamed(path):
+    """The entities of a model's current version that name a renaming identifier (`elementID`):
+    the name each had before, which a store written then keeps in Z_PRIMARYKEY."""
+    contents = current_version(path) / "contents"
+    if not contents.exists():
+        return {}
+    return {e.get("name"): e.get("elementID") for e in ElementTree.parse(contents).getroot().iter("entity")
+            if e.get("elementID")}
 
 
 def import_command(store, model, data, chunk, progress="none"):
@@ -141,6 +181,9 @@ def compare_over_rest(store, model_path, data):
             shutil.copyfile(str(store) + s, copy + "/store.sqlite" + s)
     cd = sqlite3.connect(copy + "/store.sqlite")
     numbers = {name: (number, parent) for number, name, parent in cd.execute("SELECT Z_ENT, Z_NAME, Z_SUPER FROM Z_PRIMARYKEY")}
+    for name, before in renamed(model_path).items():
+        if name not in numbers and before in numbers:
+            numbers[name] = numbers[before]
     model = current_model(model_path)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -263,9 +306,17 @@ def main():
     zoo = ROOT / "Tests" / "Fixtures" / "CoreData" / "Zoo.xcdatamodeld"
     cases.append((fixture_dir / "zoo-v1-wal.sqlite", zoo, "Zoo"))
     cases.append((fixture_dir / "zoo-v2.sqlite", zoo, "Zoo 2"))
-    if MATERIAL.is_dir():
-        cases += [(MATERIAL / s, MATERIAL / m, v) for s, m, v in REAL]
     passed = failed = 0
+    if MATERIAL.is_dir() and (MATERIAL.parent / "models").is_dir():
+        cases += [(MATERIAL / s, MATERIAL / m, v) for s, m, v in REAL]
+    else:
+        missing = (f"no Core Data material (models/ and stores/) at {MATERIAL.parent}: provide the shared set at "
+                   "../shared/coredata beside the repository root, or name its folder in STRATA_COREDATA_MATERIAL")
+        if os.environ.get("CI") == "true":
+            print(f"FAILED: the real Core Data stores: {missing}", flush=True)
+            failed += 1
+        else:
+            print(f"*** SKIPPED: the real Core Data stores: {missing} (under CI=true this fails) ***", flush=True)
     for store, model, version in cases:
         started = time.time()
         try:
@@ -273,6 +324,10 @@ def main():
         except AssertionError as error:
             ok, note = False, str(error)
         name = store.relative_to(MATERIAL) if MATERIAL in store.parents else store.name
+        if str(name) in KNOWN:
+            issue, says = KNOWN[str(name)]
+            ok, note = (True, f"a known issue ({issue}): {note[:300]}") if not ok and says in note else (
+                False, f"the known issue ({issue}) no longer occurs as marked: {note}")
         print("%s: %s (%.1fs): %s" % ("ok" if ok else "FAILED", name, time.time() - started, note), flush=True)
         passed, failed = passed + ok, failed + (not ok)
     shutil.rmtree(fixture_dir, ignore_errors=True)

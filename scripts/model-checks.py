@@ -2,7 +2,9 @@
 """Serves Core Data models as they are and checks each one over HTTP.
 
 For every model (the fixtures under Tests/Fixtures/CoreData, and the real models of public apps
-in the folder STRATA_COREDATA_MATERIAL names, /work/shared/coredata by default, when it exists):
+in the shared Core Data material: ../shared/coredata beside the repository root, or the folder
+STRATA_COREDATA_MATERIAL names; under CI=true a missing material is a failure, elsewhere a skip
+said loudly):
 
   1. `strata model --model M` exits 0 (or 1, with the reason, for the models expected to be
      refused: Xcode 3 `elements` files);
@@ -37,20 +39,34 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "Tests" / "Fixtures" / "CoreData"
-MATERIAL = Path(os.environ.get("STRATA_COREDATA_MATERIAL", "/work/shared/coredata"))
+MATERIAL = Path(os.environ.get("STRATA_COREDATA_MATERIAL") or ROOT.parent / "shared" / "coredata")
 # Models Core Data would not load as they are either, with what the refusal must say.
 REFUSED = {
     "Xcode3.xcdatamodel": "Xcode 3",
     "DataModel.xcdatamodel": "Xcode 3",
     "MyDocument.xcdatamodel": "Xcode 3",
-    "Recipes.xcdatamodeld": "Xcode 3",
+    "Recipes.xcdatamodel": "Xcode 3",
     "model2.xml": "uniqueness constraint names 'iD'",
 }
+# Models Core Data loads that Strata refuses today: the issue that fixes each, and what the refusal
+# says. Any other outcome fails, a load included (the mark then goes).
+KNOWN = {
+    "Amperfy.xcdatamodeld": ("issue 36: Core Data loads Amperfy's model, Strata refuses it",
+                             "only a to-many relationship can be ordered"),
+}
+
+
+def material_missing():
+    """What is missing of the Core Data material and where it was looked for, or None."""
+    if (MATERIAL / "models").is_dir() and (MATERIAL / "stores").is_dir():
+        return None
+    return (f"no Core Data material (models/ and stores/) at {MATERIAL}: provide the shared set at "
+            "../shared/coredata beside the repository root, or name its folder in STRATA_COREDATA_MATERIAL")
 
 
 def models():
     found = [(p, True) for p in sorted(FIXTURES.iterdir()) if p.suffix in (".xcdatamodel", ".xcdatamodeld")]
-    if MATERIAL.is_dir():
+    if material_missing() is None:
         for path in sorted(MATERIAL.rglob("*")):
             inside = any(part.endswith((".xcdatamodeld", ".xcdatamodel")) for part in path.relative_to(MATERIAL).parts[:-1])
             if not inside and (path.suffix in (".xcdatamodel", ".xcdatamodeld") or path.suffix == ".xml"):
@@ -284,6 +300,11 @@ def crud(base, spec, index):
 def check(path, fuzz, args):
     name = path.name
     result = subprocess.run([args.binary, "model", "--model", str(path)], capture_output=True, text=True)
+    if name in KNOWN:
+        issue, says = KNOWN[name]
+        if result.returncode == 1 and says in result.stderr:
+            return True, f"a known issue ({issue}): {result.stderr.strip()[:300]}"
+        return False, f"the known issue ({issue}) no longer occurs as marked; exit {result.returncode}: {result.stderr.strip()}"
     if name in REFUSED:
         if result.returncode == 1 and REFUSED[name] in result.stderr:
             return True, "refused as expected"
@@ -341,6 +362,12 @@ def main():
     args = parser.parse_args()
     chosen = [(Path(m), True) for m in args.models] if args.models else models()
     passed = failed = 0
+    missing = None if args.models else material_missing()
+    if missing and os.environ.get("CI") == "true":
+        print(f"FAILED: the real Core Data models: {missing}", flush=True)
+        failed += 1
+    elif missing:
+        print(f"*** SKIPPED: the real Core Data models: {missing} (under CI=true this fails) ***", flush=True)
     for path, fixture in chosen:
         started = time.time()
         ok, note = check(path, fixture or args.fuzz_all, args)

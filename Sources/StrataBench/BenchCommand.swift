@@ -55,8 +55,8 @@ enum BenchCommand {
             The PostgreSQL scenarios put the catalogue in PostgreSQL: in a scratch cluster the bench
             starts with PostgreSQL's durable defaults when the server binaries are installed (Debian's
             postgresql package), or on the server --postgresql names; each beside libpq alone.
-            The HTTP ceiling is strata-ceiling and the scale scenarios serve with strata, both built
-            beside this executable (swift build -c release --product strata --product strata-ceiling).
+            The HTTP ceiling is strata-ceiling and the scale scenarios serve with strata, both run from
+            beside this executable, and built with it (swift build -c release --product strata-bench).
             """,
         options: options)
 
@@ -123,8 +123,8 @@ enum BenchCommand {
         }
         if settings.scale, sibling("strata") == nil {
             return interface.fail(
-                "the scale scenarios serve with the strata executable built beside this one: "
-                    + "swift build -c release --product strata")
+                "the scale scenarios serve with the strata executable beside this one, which building "
+                    + "strata-bench builds: swift build -c release --product strata-bench")
         }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }

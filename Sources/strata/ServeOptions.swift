@@ -152,9 +152,8 @@ extension ServeCommand {
         ) { $0.logFormat = try $1.choice(["text", "json"]) },
         .value(
             "--assets-dir", "DIR", environment: "STRATA_ASSETS_DIR",
-            default: "../share/strata/assets or ../assets next to the executable",
-            help: "the folder scripts/fetch-assets filled, for the interactive docs at /docs; without it, or "
-                + "with '', /docs is a plain page"
+            help: "a folder with swagger-ui/ (as scripts/fetch-assets writes it) to serve at /docs instead of the "
+                + "Swagger UI embedded in the binary; '' for none: /docs is then a plain page"
         ) { $0.assetsDirectory = $1.text },
     ]
 

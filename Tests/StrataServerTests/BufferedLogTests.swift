@@ -28,12 +28,7 @@ import Testing
         #expect(try Self.lines(path) == written)
         // Written by the thread too, without a flush, within its interval.
         log.write("later")
-        var seen = false
-        for _ in 0..<100 where !seen {
-            usleep(10_000)
-            seen = try Self.lines(path).last == "later"
-        }
-        #expect(seen)
+        #expect(try eventually { try Self.lines(path).last == "later" })
         log.close()
     }
 

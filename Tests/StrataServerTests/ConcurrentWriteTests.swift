@@ -27,12 +27,12 @@ final class History: Sendable {
 
     /// Sends a request on `client`'s connection and records it.
     func send(
-        _ connection: KeepAliveClient, client: Int, _ method: String, _ path: String, json: String? = nil,
+        _ connection: TestConnection, client: Int, _ method: String, _ path: String, json: String? = nil,
         ifMatch: Int64? = nil
     ) throws -> ClientResponse {
         var headers: [String: String] = [:]
         if let ifMatch { headers["If-Match"] = "\"\(ifMatch)\"" }
-        let response = try connection.send(method, path, json: json, headers: headers)
+        let response = try connection.request(method, path, json: json, headers: headers)
         let version = response.header("etag").flatMap {
             Int64($0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
         }
@@ -44,7 +44,7 @@ final class History: Sendable {
     }
 
     /// PATCHes `pages` to one more than `pages` with `If-Match` on `version`, recorded; the status.
-    func increment(_ connection: KeepAliveClient, client: Int, _ path: String, pages: Int64, at version: Int64) throws
+    func increment(_ connection: TestConnection, client: Int, _ path: String, pages: Int64, at version: Int64) throws
         -> Int
     {
         try send(connection, client: client, "PATCH", path, json: #"{"pages": \#(pages + 1)}"#, ifMatch: version).status
@@ -115,7 +115,7 @@ final class History: Sendable {
         let history = History()
         let errors = Locked<[String]>([])
         onThreads(connections) { client in
-            let connection = KeepAliveClient(port: fixture.server.port)
+            let connection = TestConnection(reconnectingTo: fixture.server.port)
             var acknowledged = 0
             var attempts = 0
             while acknowledged < perClient && attempts < perClient * 200 {
@@ -130,7 +130,7 @@ final class History: Sendable {
                     }
                     let status: Int
                     if inBatch {
-                        let batch = try connection.send(
+                        let batch = try connection.request(
                             "POST", "/_batch",
                             json:
                                 #"{"operations": [{"method": "PATCH", "path": "\#(path)", "headers": {"If-Match": "\"\#(version)\""}, "body": {"pages": \#(pages + 1)}}]}"#
@@ -185,7 +185,7 @@ final class History: Sendable {
         let errors = Locked<[String]>([])
         let rounds = 40 * stressFactor
         onThreads(8) { client in
-            let connection = KeepAliveClient(port: fixture.server.port)
+            let connection = TestConnection(reconnectingTo: fixture.server.port)
             var random = SystemRandomNumberGenerator()
             do {
                 for round in 0..<rounds {
@@ -215,7 +215,7 @@ final class History: Sendable {
         }
         // Then everyone tries to delete every book at the version it last read.
         onThreads(8) { client in
-            let connection = KeepAliveClient(port: fixture.server.port)
+            let connection = TestConnection(reconnectingTo: fixture.server.port)
             do {
                 for id in books {
                     let path = "/books/\(id)"
@@ -261,15 +261,15 @@ final class History: Sendable {
             let author = try fixture.client.send("POST", "/authors", json: #"{"name": "Doomed \#(round)"}"#)
             let authorID = try #require(Self.integer(author, "_id"))
             onThreads(3) { thread in
-                let connection = KeepAliveClient(port: port)
+                let connection = TestConnection(reconnectingTo: port)
                 do {
                     if thread == 2 {
-                        let status = try connection.send("DELETE", "/authors/\(authorID)").status
+                        let status = try connection.request("DELETE", "/authors/\(authorID)").status
                         if status != 204 { unexpected.withLock { $0.append("DELETE \(status)") } }
                         return
                     }
                     for index in 0..<4 {
-                        let response = try connection.send(
+                        let response = try connection.request(
                             "POST", "/books",
                             json: #"{"title": "r\#(round)-\#(thread)-\#(index)", "author": \#(authorID)}"#)
                         switch response.status {
@@ -303,9 +303,9 @@ final class History: Sendable {
             let tagID = try #require(Self.integer(tag, "_id"))
             let results = Locked<(post: Int, book: Int64?, delete: Int)>((0, nil, 0))
             onThreads(2) { thread in
-                let connection = KeepAliveClient(port: port)
+                let connection = TestConnection(reconnectingTo: port)
                 if thread == 0 {
-                    let response = try? connection.send(
+                    let response = try? connection.request(
                         "POST", "/books", json: #"{"title": "d\#(round)", "author": \#(authorID), "tags": [\#(tagID)]}"#
                     )
                     results.withLock {
@@ -313,7 +313,7 @@ final class History: Sendable {
                         $0.book = response.flatMap { Self.integer($0, "_id") }
                     }
                 } else {
-                    let status = (try? connection.send("DELETE", "/tags/\(tagID)").status) ?? 0
+                    let status = (try? connection.request("DELETE", "/tags/\(tagID)").status) ?? 0
                     results.withLock { $0.delete = status }
                 }
             }
@@ -346,7 +346,7 @@ final class History: Sendable {
             let statuses = Locked<[Int]>([])
             onThreads(6) { _ in
                 let status =
-                    (try? KeepAliveClient(port: port).send(
+                    (try? TestConnection(reconnectingTo: port).request(
                         "POST", "/books", json: #"{"title": "Same \#(round)", "author": \#(authorID)}"#
                     ).status) ?? 0
                 statuses.withLock { $0.append(status) }
@@ -371,11 +371,11 @@ final class History: Sendable {
         }
         let port = fixture.server.port
         onThreads(4) { thread in
-            let connection = KeepAliveClient(port: port)
+            let connection = TestConnection(reconnectingTo: port)
             for index in 0..<(40 * stressFactor) {
                 let book = books[(thread + index) % books.count]
                 let author = (thread + index) % 2 == 0 ? first : second
-                _ = try? connection.send("PATCH", "/books/\(book)", json: #"{"author": \#(author)}"#)
+                _ = try? connection.request("PATCH", "/books/\(book)", json: #"{"author": \#(author)}"#)
             }
         }
         var listed: [Int64: Int64] = [:]

@@ -11,7 +11,8 @@ import Testing
 #endif
 
 /// The libmicrohttpd layer over real loopback sockets: framing, limits, keep-alive, concurrency
-/// and shutdown. Serialized because two tests measure time.
+/// and shutdown. Serialized, so that the tests that open many connections at once do not compete
+/// with each other for the machine.
 @Suite(.serialized)
 struct HTTPServerTests {
     // MARK: Requests and responses
@@ -33,7 +34,7 @@ struct HTTPServerTests {
         let recorder = Recorder()
         let server = try Self.startServer(recorder)
         defer { server.stop() }
-        let connection = try RawConnection(port: server.port)
+        let connection = try TestConnection(port: server.port)
         try connection.send(
             "POST /echo HTTP/1.1\r\nHost: test\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello")
         let response = try connection.readResponse()
@@ -56,9 +57,10 @@ struct HTTPServerTests {
         let recorder = Recorder()
         let server = try Self.startServer(recorder)
         defer { server.stop() }
-        let connection = try RawConnection(port: server.port)
+        let connection = try TestConnection(port: server.port)
         try connection.send("POST /upload HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n")
         for piece in ["hello", ", chunked", " world", "!"] {
+            // Paced (not waiting for anything): each piece reaches the server in a read of its own.
             usleep(20_000)
             try connection.send(Self.chunk(Array(piece.utf8)))
         }
@@ -84,7 +86,7 @@ struct HTTPServerTests {
         let recorder = Recorder()
         let server = try Self.startServer(recorder) { $0.maxBodyBytes = 1000 }
         defer { server.stop() }
-        let connection = try RawConnection(port: server.port)
+        let connection = try TestConnection(port: server.port)
         // Only the head: the body is never sent, so a response proves the server did not wait.
         try connection.send("POST /big?x=1 HTTP/1.1\r\nHost: test\r\nContent-Length: 5000000\r\n\r\n")
         let response = try connection.readResponse()
@@ -97,7 +99,7 @@ struct HTTPServerTests {
         #expect(rejected.body.isEmpty)
 
         // Exactly at the limit is accepted.
-        let exact = try RawConnection(port: server.port)
+        let exact = try TestConnection(port: server.port)
         try exact.send(
             "POST /fits HTTP/1.1\r\nHost: test\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "a", count: 1000))
         let fits = try exact.readResponse()
@@ -109,10 +111,11 @@ struct HTTPServerTests {
         let recorder = Recorder()
         let server = try Self.startServer(recorder) { $0.maxBodyBytes = 1000 }
         defer { server.stop() }
-        let connection = try RawConnection(port: server.port)
+        let connection = try TestConnection(port: server.port)
         try connection.send("POST /big HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n")
         for _ in 0..<5 {
             try connection.send(Self.chunk([UInt8](repeating: 0x61, count: 400)))
+            // Paced (not waiting for anything): the body grows over several reads.
             usleep(10_000)
         }
         try connection.send("0\r\n\r\n")
@@ -128,7 +131,7 @@ struct HTTPServerTests {
         let recorder = Recorder()
         let server = try Self.startServer(recorder)
         defer { server.stop() }
-        let connection = try RawConnection(port: server.port)
+        let connection = try TestConnection(port: server.port)
         try connection.send("POST /first HTTP/1.1\r\nHost: test\r\nContent-Length: 3\r\n\r\nabc")
         let first = try connection.readResponse()
         try connection.send("GET /second HTTP/1.1\r\nHost: test\r\n\r\n")
@@ -149,7 +152,7 @@ struct HTTPServerTests {
         }
         try server.start()
         defer { server.stop() }
-        let connection = try RawConnection(port: server.port)
+        let connection = try TestConnection(port: server.port)
         try connection.send("HEAD /doc HTTP/1.1\r\nHost: test\r\n\r\n")
         let head = try connection.readResponse(isHead: true)
         #expect(head.status == 200)
@@ -166,7 +169,7 @@ struct HTTPServerTests {
         let recorder = Recorder()
         let server = try Self.startServer(recorder)
         defer { server.stop() }
-        let connection = try RawConnection(port: server.port)
+        let connection = try TestConnection(port: server.port)
         try connection.send(
             "GET / HTTP/1.1\r\nHOST: test\r\nX-Custom: One\r\nx-CUSTOM: Two\r\naccept: text/html\r\n\r\n")
         #expect(try connection.readResponse().status == 200)
@@ -183,7 +186,7 @@ struct HTTPServerTests {
         let recorder = Recorder()
         let server = try Self.startServer(recorder)
         defer { server.stop() }
-        let connection = try RawConnection(port: server.port)
+        let connection = try TestConnection(port: server.port)
         try connection.send("GET /a%20b?x=1&y=%C3%A9&y=2 HTTP/1.1\r\nHost: test\r\n\r\n")
         #expect(try connection.readResponse().status == 200)
         let request = try #require(recorder.requests.last)
@@ -214,15 +217,15 @@ struct HTTPServerTests {
         }
         try server.start()
         defer { server.stop() }
-        let slow = Self.inBackground { () throws -> RawResponse in
-            let connection = try RawConnection(port: server.port)
+        let slow = Self.inBackground { () throws -> ClientResponse in
+            let connection = try TestConnection(port: server.port)
             try connection.send("GET /slow HTTP/1.1\r\nHost: test\r\n\r\n")
             return try connection.readResponse()
         }
-        try Self.waitUntil { server.activeRequests == 1 }
+        try waitUntil { server.activeRequests == 1 }
         let statuses = Locked<[Int]>([])
         DispatchQueue.concurrentPerform(iterations: 20) { index in
-            let status = try? RawConnection(port: server.port).exchange(
+            let status = try? TestConnection(port: server.port).exchange(
                 "GET /quick/\(index) HTTP/1.1\r\nHost: t\r\n\r\n")
             statuses.withLock { $0.append(status?.status ?? 0) }
         }
@@ -268,13 +271,13 @@ struct HTTPServerTests {
             })
         try server.start()
         defer { server.stop() }
-        let connection = try RawConnection(port: server.port)
+        let connection = try TestConnection(port: server.port)
         let later = try connection.exchange("GET /later HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(later.status == 202)
         #expect(later.text == "later /later")
         #expect(later.headers["connection"]?.lowercased() != "close")
         #expect(try connection.exchange("GET /inline HTTP/1.1\r\nHost: t\r\n\r\n").text == "handled /inline")
-        let second = try RawConnection(port: server.port)
+        let second = try TestConnection(port: server.port)
         #expect(try second.exchange("GET /inline HTTP/1.1\r\nHost: t\r\n\r\n").text == "handled /inline")
         #expect(try second.exchange("GET /pooled HTTP/1.1\r\nHost: t\r\n\r\n").text == "handled /pooled")
         #expect(try second.exchange("GET /lost HTTP/1.1\r\nHost: t\r\n\r\n").status == 500)
@@ -284,20 +287,20 @@ struct HTTPServerTests {
         // Twenty deferred requests wait at once; quick ones on other connections are answered
         // while all twenty are still unanswered.
         let waiting = try (0..<20).map { _ in
-            let connection = try RawConnection(port: server.port)
+            let connection = try TestConnection(port: server.port)
             try connection.send("GET /held HTTP/1.1\r\nHost: t\r\n\r\n")
             return connection
         }
-        try Self.waitUntil { held.withLock { $0.count } == 20 }
+        try waitUntil { held.withLock { $0.count } == 20 }
         for _ in 0..<20 {
             #expect(
-                try RawConnection(port: server.port).exchange("GET /inline HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
+                try TestConnection(port: server.port).exchange("GET /inline HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
         }
         #expect(server.activeRequests == 20, "the deferred requests are still waiting")
         for responder in held.withLock({ $0 }) { responder.respond(HTTPResponse(status: 202)) }
         held.withLock { $0.removeAll() }
         for connection in waiting { #expect(try connection.readResponse().status == 202) }
-        try Self.waitUntil { server.activeRequests == 0 }
+        try waitUntil { server.activeRequests == 0 }
     }
 
     @Test func stopWaitsForARequestInFlightThenRefusesConnections() throws {
@@ -311,14 +314,14 @@ struct HTTPServerTests {
         try server.start()
         let port = server.port
         // An idle keep-alive connection must not hold the shutdown up.
-        let idle = try RawConnection(port: port)
+        let idle = try TestConnection(port: port)
         #expect(try idle.exchange("GET /idle HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
-        let slow = Self.inBackground { () throws -> RawResponse in
-            let connection = try RawConnection(port: port)
+        let slow = Self.inBackground { () throws -> ClientResponse in
+            let connection = try TestConnection(port: port)
             try connection.send("GET /slow HTTP/1.1\r\nHost: test\r\n\r\n")
             return try connection.readResponse()
         }
-        try Self.waitUntil { server.activeRequests == 1 }
+        try waitUntil { server.activeRequests == 1 }
         let stopped = Locked(false)
         let stopping = Self.inBackground { () -> Bool in
             server.stop()
@@ -327,7 +330,7 @@ struct HTTPServerTests {
         }
         // New connections are refused as soon as the stop begins, while the request in flight
         // still holds it (its handler is blocked until the gate opens).
-        try Self.waitUntil { (try? RawConnection(port: port)) == nil }
+        try waitUntil { (try? TestConnection(port: port)) == nil }
         #expect(!stopped.withLock { $0 }, "stop() returned before the request in flight finished")
         gate.signal()
         #expect(try stopping.result())
@@ -335,7 +338,7 @@ struct HTTPServerTests {
         #expect(response.status == 200)
         #expect(response.text == "done /slow")
         #expect(response.headers["connection"]?.lowercased() == "close")
-        #expect(throws: (any Error).self) { try RawConnection(port: port) }
+        #expect(throws: (any Error).self) { try TestConnection(port: port) }
         #expect(server.activeRequests == 0)
         server.stop()  // idempotent
     }
@@ -371,7 +374,7 @@ struct HTTPServerTests {
             #expect(error.description.contains("not-an-address"), "\(error.message)")
         }
         // The first server still serves.
-        #expect(try RawConnection(port: first.port).exchange("GET / HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
+        #expect(try TestConnection(port: first.port).exchange("GET / HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
     }
 
     @Test func survivesMalformedRequests() throws {
@@ -390,23 +393,27 @@ struct HTTPServerTests {
         ]
         for input in inputs {
             // libmicrohttpd waits for more of some broken requests; the idle timeout ends those.
-            let connection = try RawConnection(port: server.port, timeoutSeconds: 1)
+            let connection = try TestConnection(port: server.port, receiveTimeout: 1)
             try? connection.send(input)
             if let response = try? connection.readResponse() {
                 #expect((200..<500).contains(response.status), "\(input.prefix(40)): \(response.status)")
             }
         }
-        #expect(try RawConnection(port: server.port).exchange("GET /ok HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
+        #expect(try TestConnection(port: server.port).exchange("GET /ok HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
     }
 
-    /// Whether the machine has the IPv6 loopback address (`::1` in /proc/net/if_inet6).
-    static var hasIPv6Loopback: Bool {
-        ((try? String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8)) ?? "").contains(
+    /// The IPv6 loopback address (`::1` in /proc/net/if_inet6), or that it is missing.
+    static let ipv6Loopback = Requirement(
+        "the IPv6 loopback address",
+        missing: ((try? String(contentsOfFile: "/proc/net/if_inet6", encoding: .utf8)) ?? "").contains(
             "00000000000000000000000000000001")
-    }
+            ? nil
+            : "no ::1 in /proc/net/if_inet6; enable IPv6 on the loopback interface (sysctl net.ipv6.conf.lo.disable_ipv6=0)"
+    )
 
-    @Test(.enabled(if: hasIPv6Loopback, "needs the IPv6 loopback address"))
+    @Test(.enabled(if: ipv6Loopback.runs, "\(ipv6Loopback.skipComment)"))
     func servesIPv6Loopback() throws {
+        try Self.ipv6Loopback.check()
         var configuration = Self.loopback()
         configuration.host = "::1"
         let server = HTTPServer(configuration: configuration) { request in
@@ -416,7 +423,7 @@ struct HTTPServerTests {
         }
         try server.start()
         defer { server.stop() }
-        let connection = try RawConnection(port: server.port, ipv6: true)
+        let connection = try TestConnection(port: server.port, ipv6: true)
         #expect(try connection.exchange("GET / HTTP/1.1\r\nHost: t\r\n\r\n").text == "::1")
     }
 }
@@ -466,16 +473,6 @@ extension HTTPServerTests {
         Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + Array("\r\n".utf8)
     }
 
-    static func waitUntil(seconds: Double = 60, _ condition: () -> Bool) throws {
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
-        while !condition() {
-            guard DispatchTime.now().uptimeNanoseconds < deadline else {
-                throw RawConnectionError("condition not met in time")
-            }
-            usleep(2_000)
-        }
-    }
-
     /// Work running on a Dispatch thread (never the test's own), whose result is awaited later.
     final class Background<Value: Sendable>: Sendable {
         private let done = DispatchSemaphore(value: 0)
@@ -483,7 +480,7 @@ extension HTTPServerTests {
 
         func result() throws -> Value {
             guard done.wait(timeout: .now() + 120) == .success else {
-                throw RawConnectionError("background work timed out")
+                throw TestClientError("background work timed out")
             }
             return try value.withLock { $0! }.get()
         }
@@ -498,118 +495,5 @@ extension HTTPServerTests {
         let background = Background<Value>()
         DispatchQueue.global().async { background.finish(Result { try work() }) }
         return background
-    }
-
-    struct RawResponse {
-        var status: Int
-        var headers: [String: String]
-        var body: [UInt8]
-        var text: String { String(decoding: body, as: UTF8.self) }
-    }
-
-    struct RawConnectionError: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
-    }
-
-    /// A blocking HTTP/1.1 client connection over a POSIX socket, so a test controls every byte
-    /// and every write, and can send several requests on one connection.
-    final class RawConnection {
-        private let descriptor: Int32
-        private var buffer: [UInt8] = []
-
-        init(port: UInt16, ipv6: Bool = false, timeoutSeconds: Int = 10) throws {
-            descriptor = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard descriptor >= 0 else { throw RawConnectionError("socket failed: \(errno)") }
-            var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-            setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            let status: Int32
-            if ipv6 {
-                var address = sockaddr_in6()
-                address.sin6_family = sa_family_t(AF_INET6)
-                address.sin6_port = port.bigEndian
-                address.sin6_addr = in6addr_loopback
-                status = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-                    }
-                }
-            } else {
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = port.bigEndian
-                address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                status = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                    }
-                }
-            }
-            guard status == 0 else {
-                let error = errno
-                close(descriptor)
-                throw RawConnectionError("connect to port \(port) failed: errno \(error)")
-            }
-        }
-
-        deinit { close(descriptor) }
-
-        func send(_ text: String) throws { try send(Array(text.utf8)) }
-
-        func send(_ bytes: [UInt8]) throws {
-            var sent = 0
-            while sent < bytes.count {
-                let count = bytes[sent...].withUnsafeBytes {
-                    Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-                }
-                guard count > 0 else { throw RawConnectionError("send failed: errno \(errno)") }
-                sent += count
-            }
-        }
-
-        /// Sends `text` and reads one response.
-        func exchange(_ text: String) throws -> RawResponse {
-            try send(text)
-            return try readResponse()
-        }
-
-        /// Reads one response; a `HEAD` response has no body whatever its `Content-Length` says.
-        func readResponse(isHead: Bool = false) throws -> RawResponse {
-            let separator = Array("\r\n\r\n".utf8)
-            var end: Int?
-            while true {
-                end =
-                    buffer.count < 4
-                    ? nil : (0...(buffer.count - 4)).first { buffer[$0..<$0 + 4].elementsEqual(separator) }
-                if end != nil { break }
-                try fill()
-            }
-            let lines = String(decoding: buffer[..<end!], as: UTF8.self).components(separatedBy: "\r\n")
-            let parts = lines[0].split(separator: " ")
-            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
-                throw RawConnectionError("not a status line: \(lines[0])")
-            }
-            var headers: [String: String] = [:]
-            for line in lines.dropFirst() {
-                guard let colon = line.firstIndex(of: ":") else { continue }
-                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
-                    in: .whitespaces)
-            }
-            buffer.removeFirst(end! + 4)
-            let length = isHead ? 0 : headers["content-length"].flatMap(Int.init) ?? 0
-            while buffer.count < length { try fill() }
-            let body = Array(buffer.prefix(length))
-            buffer.removeFirst(length)
-            return RawResponse(status: status, headers: headers, body: body)
-        }
-
-        private func fill() throws {
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let count = read(descriptor, &chunk, chunk.count)
-            guard count > 0 else {
-                throw RawConnectionError("connection closed or timed out (\(count), errno \(errno))")
-            }
-            buffer += chunk[..<count]
-        }
     }
 }

@@ -86,13 +86,33 @@ import Testing
     }
 }
 
-/// `/docs`: Swagger UI from an assets folder, a plain page without one.
+/// `/docs`: the Swagger UI build embedded in the binary, one from an assets folder, or a plain
+/// page with none.
 @Suite struct APIDocsTests {
+    @Test func byDefaultDocsServesTheEmbeddedSwaggerUIAsVendored() throws {
+        let fixture = try ServerFixture()
+        let page = try fixture.client.send("GET", "/docs")
+        #expect(page.status == 200 && page.text.contains("<script src=\"/docs/swagger-ui-bundle.js\"></script>"))
+        let vendored = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/CSwaggerUI/swagger-ui")
+        for name in [
+            "swagger-ui-bundle.js", "swagger-ui.css", "LICENSE", "swagger-ui-bundle.js.LICENSE.txt", "VERSION",
+        ] {
+            let served = try fixture.client.send("GET", "/docs/\(name)")
+            let file = try Data(contentsOf: vendored.appendingPathComponent(name))
+            #expect(served.status == 200 && Data(served.body) == file, "\(name): \(served.body.count) bytes served")
+        }
+        let version = try String(contentsOf: vendored.appendingPathComponent("VERSION"), encoding: .utf8)
+        #expect(version.hasPrefix("Swagger UI "))
+        #expect(page.text.contains(version.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(try fixture.client.send("GET", "/docs/LICENSE").text.contains("Apache License"))
+    }
+
     @Test func withoutAssetsDocsIsAPlainPageListingEveryOperation() throws {
         let fixture = try ServerFixture { $0.assetsDirectory = "" }
         let page = try fixture.client.send("GET", "/docs")
         #expect(page.status == 200 && page.header("Content-Type") == "text/html; charset=utf-8")
-        #expect(page.text.contains("scripts/fetch-assets"))
+        #expect(page.text.contains("--assets-dir ''"))
         for operation in ["createBook", "bulkCreateBooks", "listBooks", "getDiagramSvg", "batch"] {
             #expect(page.text.contains("id=\"\(operation)\""), "\(operation)")
         }

@@ -19,9 +19,13 @@ func strataBinary() throws -> URL {
 
 /// A `strata` process with its stderr collected.
 final class StrataProcess: @unchecked Sendable {
-    // Safe to share: `stderr` is only touched under its lock.
+    // Safe to share: `stderr` and `drained` are only touched under their locks.
     let process = Process()
     let stderr = Locked("")
+    /// Set once the process exited and what it wrote was read to the last byte; held while stderr
+    /// is read, so that its pieces are appended in order.
+    private let drained = Locked(false)
+    private let stderrPipe = Pipe()
 
     init(_ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = try strataBinary()
@@ -29,26 +33,47 @@ final class StrataProcess: @unchecked Sendable {
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
         process.environment = env
-        let pipe = Pipe()
-        process.standardError = pipe
+        process.standardError = stderrPipe
         process.standardOutput = FileHandle.nullDevice
         let output = stderr
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if !data.isEmpty { output.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+        let drained = drained
+        stderrPipe.fileHandleForReading.readabilityHandler = { handle in
+            drained.withLock { done in
+                guard !done else { return }
+                let data = handle.availableData
+                if data.isEmpty {
+                    handle.readabilityHandler = nil  // its end: every writer closed it
+                } else {
+                    output.withLock { $0 += String(decoding: data, as: UTF8.self) }
+                }
+            }
         }
         try process.run()
     }
 
-    /// Waits for `text` on stderr.
+    /// Waits for `text` on stderr (all of it, once the process has exited).
     func waitFor(_ text: String, seconds: Double = 20) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if stderr.current.contains(text) { return true }
-            if !process.isRunning { return stderr.current.contains(text) }
-            usleep(20_000)
+        _ = eventually(within: seconds, interval: 0.02) { stderr.current.contains(text) || !process.isRunning }
+        if !process.isRunning { drain() }
+        return stderr.current.contains(text)
+    }
+
+    /// Reads what the exited process left in its stderr pipe. Not until the pipe's end: a process
+    /// started meanwhile may have inherited its writing end and keep it open.
+    private func drain() {
+        let fd = stderrPipe.fileHandleForReading.fileDescriptor
+        drained.withLock { done in
+            guard !done else { return }
+            done = true
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            while poll(&ready, 1, 0) > 0, ready.revents & Int16(POLLIN) != 0 {
+                let count = read(fd, &buffer, buffer.count)
+                guard count > 0 else { break }
+                stderr.withLock { $0 += String(decoding: buffer[..<count], as: UTF8.self) }
+            }
         }
-        return false
+        stderrPipe.fileHandleForReading.readabilityHandler = nil
     }
 
     /// The port from the "on http://host:port" start-up line.
@@ -59,10 +84,12 @@ final class StrataProcess: @unchecked Sendable {
         return UInt16(text[range].split(separator: ":").last!)
     }
 
+    /// Waits for the process to exit, and reads the last of its stderr; its exit status, or nil
+    /// when it is still running after `seconds`.
     func waitForExit(seconds: Double = 30) -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        return process.isRunning ? nil : process.terminationStatus
+        guard eventually(within: seconds, interval: 0.02, { !process.isRunning }) else { return nil }
+        drain()
+        return process.terminationStatus
     }
 
     deinit { if process.isRunning { process.terminate() } }

@@ -4,7 +4,9 @@ import StrataTestSupport
 import Testing
 
 /// Two `strata serve` processes over one PostgreSQL database (the test run's own cluster).
-@Suite(.serialized, .enabled(if: PostgreSQLTestServer.isAvailable, "PostgreSQL server binaries are not installed"))
+@Suite(
+    .serialized,
+    .enabled(if: PostgreSQLTestServer.requirement.runs, "\(PostgreSQLTestServer.requirement.skipComment)"))
 struct SharedDatabaseTests {
     @Test func twoServersOverOneDatabase() throws {
         let folder = TemporaryDirectory()

@@ -54,7 +54,7 @@ import Testing
         #expect(try Self.count(fixture, "/search-logs") == 3)
     }
 
-    @Test(.enabled(if: UnwritableFile.canBeMade, "this machine cannot make a file unwritable for this user"))
+    @Test
     func aReadOnlyStoreFileAnswers503AndTakesWritesOnceItIsWritable() throws {
         let folder = TemporaryDirectory()
         func start() throws -> StrataServerInstance {
@@ -93,57 +93,35 @@ import Testing
     }
 }
 
-/// A file made unwritable for this process: mode 0444, and for root (whom modes do not stop)
-/// the immutable attribute (`chattr +i`).
+/// An SQLite file that SQLite will not write, for every user: its header's write version (byte 18)
+/// set past 2, which SQLite takes as a file format it may read but not write. File modes would not
+/// do: root, whom CI runs as, writes through them. Mode 0444 is set as well, so that for other
+/// users SQLite also opens it read-only, as it opens a file the user cannot write.
 final class UnwritableFile {
     let url: URL
-    private var immutable = false
+    private let writeVersion: UInt8
 
-    /// Whether this machine can make a file unwritable for this user at all.
-    static let canBeMade: Bool = {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "strata-unwritable-probe-\(getpid())")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let probe = folder.appendingPathComponent("probe")
-        guard FileManager.default.createFile(atPath: probe.path, contents: Data("x".utf8)),
-            let file = try? UnwritableFile(probe)
-        else { return false }
-        file.restore()
-        return true
-    }()
-
+    /// Makes the (checkpointed, closed) SQLite file at `url` unwritable.
     init(_ url: URL) throws {
         self.url = url
+        let handle = try FileHandle(forUpdating: url)
+        defer { try? handle.close() }
+        try handle.seek(toOffset: 18)
+        guard let byte = try handle.read(upToCount: 1)?.first, byte == 1 || byte == 2 else {
+            throw TestClientError("\(url.path) is not an SQLite file of format 1 or 2")
+        }
+        writeVersion = byte
+        try handle.seek(toOffset: 18)
+        try handle.write(contentsOf: [3])
         chmod(url.path, 0o444)
-        if Self.writable(url) {
-            immutable = Self.chattr("+i", url)
-        }
-        guard !Self.writable(url) else {
-            restore()
-            throw TestClientError("cannot make \(url.path) unwritable")
-        }
     }
 
+    /// Makes the file writable again (its header as it was, mode 0644).
     func restore() {
-        if immutable { _ = Self.chattr("-i", url) }
-        immutable = false
         chmod(url.path, 0o644)
-    }
-
-    static func writable(_ url: URL) -> Bool {
-        let descriptor = open(url.path, O_WRONLY)
-        if descriptor >= 0 { close(descriptor) }
-        return descriptor >= 0
-    }
-
-    static func chattr(_ flag: String, _ url: URL) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
-        process.arguments = [flag, url.path]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        guard let handle = try? FileHandle(forUpdating: url) else { return }
+        defer { try? handle.close() }
+        try? handle.seek(toOffset: 18)
+        try? handle.write(contentsOf: [writeVersion])
     }
 }

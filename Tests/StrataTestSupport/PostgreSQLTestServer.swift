@@ -21,35 +21,38 @@ public enum PostgreSQLTestServer {
         }
     }()
 
-    /// Whether a cluster runs (the server binaries exist and it started).
-    public static var isAvailable: Bool {
-        if case .success = cluster { return true }
-        return false
-    }
-
-    /// Why PostgreSQL tests are skipped, when they are.
-    public static var unavailableReason: String? {
-        if case .failure(let error) = cluster { return error.message }
-        return nil
-    }
+    /// A running cluster, or what is missing (see ``Requirement``: under `CI=true` a cluster that
+    /// cannot start fails the tests that need it).
+    public static let requirement = Requirement(
+        "a PostgreSQL cluster",
+        missing: {
+            guard case .failure(let error) = cluster else { return nil }
+            return "\(error.message) (or name a folder of PostgreSQL server binaries in STRATA_PG_BIN)"
+        }())
 
     /// A connection URI for a new, empty schema (`schema=` is Strata's own parameter).
     /// - Parameter name: the schema's name; a fresh unique one when nil.
     public static func storeURL(_ name: String? = nil) throws -> URL {
-        let cluster = try cluster.get()
+        let cluster = try running()
         let schema = name ?? "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
         return URL(string: "\(cluster.databaseURI)&schema=\(schema)")!
     }
 
     /// The libpq connection URI of the cluster's `postgres` database.
     public static func databaseURI() throws -> String {
-        try cluster.get().databaseURI
+        try running().databaseURI
     }
 
     /// Runs `psql` with `sql` against the cluster and returns its output (unaligned, tuples only).
     @discardableResult
     public static func psql(_ sql: String) throws -> String {
-        try cluster.get().psql(sql)
+        try running().psql(sql)
+    }
+
+    /// The cluster, or the requirement's error saying why there is none.
+    private static func running() throws -> ScratchCluster {
+        try requirement.check()
+        return try cluster.get()
     }
 
     private static let started = StartedCluster()

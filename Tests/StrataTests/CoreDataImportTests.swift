@@ -184,7 +184,9 @@ import Testing
         first["shifts"] = .double(99)
         keepers[0] = .object(first)
         changed["Keeper"] = .array(keepers)
-        withKnownIssue { try Self.expectObjects(changed, in: container) }
+        withKnownIssue("a negative control: the comparison sees the changed value") {
+            try Self.expectObjects(changed, in: container)
+        }
         // The one store keeps the Core Data store's UUID.
         #expect(container.coordinator.stores.first?.identifier == report.sourceIdentifier)
     }

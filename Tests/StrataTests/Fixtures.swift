@@ -37,7 +37,7 @@ let conformanceModelJSON = #"""
 let conformanceModel: ObjectModel = try! ObjectModel.load(json: Array(conformanceModelJSON.utf8))
 
 /// The kinds of store the conformance suite runs against.
-enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+enum StoreUnderTest: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case sqlite
     case memory
     /// A schema of its own in the test run's PostgreSQL cluster (see ``PostgreSQLTestServer``).
@@ -45,11 +45,10 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     var testDescription: String { rawValue }
 
-    /// Every kind; PostgreSQL only when the test run has a cluster (CI always has one).
-    static var allCases: [StoreKind] {
-        if PostgreSQLTestServer.isAvailable { return [.sqlite, .memory, .postgresql] }
-        print("PostgreSQL store tests skipped: \(PostgreSQLTestServer.unavailableReason ?? "no cluster")")
-        return [.sqlite, .memory]
+    /// Every kind; PostgreSQL whenever its tests run (see ``Requirement``: under CI a cluster
+    /// that cannot start fails it).
+    static var allCases: [StoreUnderTest] {
+        PostgreSQLTestServer.requirement.runs ? [.sqlite, .memory, .postgresql] : [.sqlite, .memory]
     }
 
     /// Opens a store of this kind in `folder`.

@@ -6,7 +6,7 @@ import Testing
 
 /// Lightweight migration of PostgreSQL stores: the plans SQLite stores run, in one transaction
 /// under an advisory lock.
-@Suite(.enabled(if: PostgreSQLTestServer.isAvailable, "\(PostgreSQLTestServer.unavailableReason ?? "")"))
+@Suite(.enabled(if: PostgreSQLTestServer.requirement.runs, "\(PostgreSQLTestServer.requirement.skipComment)"))
 struct PostgreSQLMigrationTests {
     /// Version 1's objects in a new PostgreSQL store at `url`: three customers, four orders, two
     /// legacy objects.

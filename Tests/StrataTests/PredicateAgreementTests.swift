@@ -267,7 +267,7 @@ import Testing
         let library = Self.makeLibrary(&random)
         let folder = TemporaryDirectory()
         var stores: [(store: any PersistentStore, ids: (authors: [ObjectID], tags: [ObjectID], books: [ObjectID]))] = []
-        for kind in StoreKind.allCases {
+        for kind in StoreUnderTest.allCases {
             let store = try kind.open(folder)
             stores.append((store, try Self.fill(store, with: library)))
         }
@@ -318,8 +318,8 @@ import Testing
 
     /// Case-sensitive prefixes (BEGINSWITH, LIKE up to a wildcard) are also index ranges in SQL:
     /// every store answers as the evaluator does, over titles at the edges of those ranges.
-    @Test(arguments: StoreKind.allCases)
-    func prefixMatchesAgreeAtTheEdgesOfTheirRanges(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func prefixMatchesAgreeAtTheEdgesOfTheirRanges(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let store = try kind.open(folder)
         let titles = [
@@ -356,8 +356,8 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func relationshipPathsMatchByHand(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func relationshipPathsMatchByHand(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let store = try kind.open(folder)
         var library = Library()
@@ -433,8 +433,8 @@ import Testing
             ]}
             """#.utf8))
 
-    @Test(arguments: StoreKind.allCases)
-    func pathsIntoASharedTableSeeOnlyTheirEntity(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func pathsIntoASharedTableSeeOnlyTheirEntity(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let store = try kind.open(folder, model: Self.sharedColumnModel)
         let box = try newRow(store, "Box", ["label": .string("b")])
@@ -482,7 +482,7 @@ import Testing
 
     @Test func injectedTextIsAPlainValueInSQLite() throws {
         let folder = TemporaryDirectory()
-        let store = try StoreKind.sqlite.open(folder)
+        let store = try StoreUnderTest.sqlite.open(folder)
         let hostile = "x'); DROP TABLE Book; --"
         let book = try newRow(store, "Book", ["title": .string(hostile)])
         let other = try newRow(store, "Book", ["title": .string("x")])

@@ -4,27 +4,24 @@ import Testing
 
 @testable import Strata
 
-/// The Core Data models of public apps and libraries (collected, with their sources and
-/// licences, in the folder `STRATA_COREDATA_MATERIAL` names, `/work/shared/coredata` by default;
-/// they are not part of this repository): every one loads as Core Data loads it, or is refused
-/// with a clear reason, and what loads keeps one object of every concrete entity through a save.
+/// The Core Data models of public apps and libraries (the shared material, see
+/// ``CoreDataMaterial``; not part of this repository): every one loads as Core Data loads it, or is
+/// refused with the reason Core Data refuses it too, and what loads keeps one object of every
+/// concrete entity through a save. Each model is named in the log as it is checked.
 @Suite struct RealCoreDataModelTests {
-    static let material = URL(
-        fileURLWithPath: ProcessInfo.processInfo.environment["STRATA_COREDATA_MATERIAL"] ?? "/work/shared/coredata")
+    static var material: URL { CoreDataMaterial.folder }
 
-    /// Every `.xcdatamodeld`, loose `.xcdatamodel` and `contents`-style XML file of the material.
+    /// Every `.xcdatamodeld`, loose `.xcdatamodel` and `contents`-style XML file of the material,
+    /// relative to its folder (none when it is absent).
     static let models: [String] = {
         guard let walker = FileManager.default.enumerator(at: material, includingPropertiesForKeys: nil) else {
             return []
         }
         var found: [String] = []
         for case let url as URL in walker {
-            let relative = String(url.path.dropFirst(material.path.count + 1))
+            let relative = String(url.standardizedFileURL.path.dropFirst(material.path.count + 1))
             switch url.pathExtension {
-            case "xcdatamodeld":
-                found.append(relative)
-                walker.skipDescendants()
-            case "xcdatamodel", "xml":
+            case "xcdatamodeld", "xcdatamodel", "xml":
                 found.append(relative)
                 walker.skipDescendants()
             default: continue
@@ -33,28 +30,58 @@ import Testing
         return found.sorted()
     }()
 
-    /// The models Core Data itself would not load here either, with what the refusal says.
+    /// The models Core Data itself would not load either, with what the refusal says.
     static let refused: [String: String] = [
         "models/thyme-xcode3-elements/2010-2314e7c/DataModel.xcdatamodel": "Xcode 3",
         "models/thyme-xcode3-elements/HEAD-a8ea0b2/DataModel.xcdatamodel": "Xcode 3",
         "models/twomanycontrollers-xcode3-elements-CORRUPT/MyDocument.xcdatamodel": "Xcode 3",
-        "stores/magicalrecord-recipes/Recipes.xcdatamodeld": "Xcode 3",
+        "stores/apple-iphonecoredatarecipes/Recipes.xcdatamodel": "Xcode 3",
         // A hand-written test file whose uniqueness constraint names properties it does not have.
         "models/momxml/model2.xml": "uniqueness constraint names 'iD'",
     ]
 
-    @Test(.enabled(if: !models.isEmpty, "no Core Data material at \(material.path)"), arguments: models)
+    /// Models Core Data loads that Strata does not load yet.
+    static let knownIssues: [String: KnownRefusal] = [
+        "models/amperfy/Amperfy.xcdatamodeld": KnownRefusal(
+            issue: "issue 36: Core Data loads Amperfy's model (a to-one relationship marked ordered, a "
+                + "subentity's attribute of another integer size), Strata refuses it",
+            says: "only a to-many relationship can be ordered")
+    ]
+
+    @Test(.enabled(if: CoreDataMaterial.requirement.runs, "\(CoreDataMaterial.requirement.skipComment)"))
+    func theMaterialIsThere() throws {
+        try CoreDataMaterial.requirement.check()
+        #expect(!Self.models.isEmpty, "no model under \(Self.material.path)")
+        print("real Core Data material: \(Self.models.count) models at \(Self.material.path)")
+    }
+
+    @Test(
+        .enabled(if: CoreDataMaterial.requirement.runs, "\(CoreDataMaterial.requirement.skipComment)"),
+        arguments: models)
     func realModelLoadsAndKeepsAnObjectOfEveryEntity(path: String) throws {
-        let url = Self.material.appendingPathComponent(path)
+        try CoreDataMaterial.requirement.check()
+        if let known = Self.knownIssues[path] {
+            print("real Core Data model \(path): a known issue (\(known.issue))")
+            try known.expect { try Self.check(path) }
+        } else {
+            try Self.check(path)
+        }
+    }
+
+    /// Loads the model at `path` (relative to the material), or checks its refusal; saves and
+    /// reads back an object of every concrete entity of what loads.
+    static func check(_ path: String) throws {
+        let url = material.appendingPathComponent(path)
         let model: ObjectModel
         do {
             model = try ObjectModel.load(contentsOf: url)
         } catch {
-            let expected = try #require(Self.refused[path], "\(path) is refused: \(error)")
+            let expected = try #require(refused[path], "\(path) is refused: \(error)")
             #expect("\(error)".contains(expected), "\(error)")
+            print("real Core Data model \(path): refused as Core Data refuses it (\(error))")
             return
         }
-        #expect(Self.refused[path] == nil, "\(path) loads, but was expected to be refused")
+        #expect(refused[path] == nil, "\(path) loads, but was expected to be refused")
         let folder = TemporaryDirectory()
         let stores = PersistentContainer.sqliteStores(for: model, in: folder.url)
         let container = try PersistentContainer(model: model, stores: stores)
@@ -78,6 +105,28 @@ import Testing
             for (name, value) in values {
                 #expect(try object.value(forKey: name) == value, "\(path): \(saved.entityName).\(name)")
             }
+        }
+        print(
+            "real Core Data model \(path): loaded, an object of each of \(concrete.count) entities saved and read back")
+    }
+}
+
+/// A refusal Core Data would not make: expected, named by the issue that fixes it, and matched by
+/// what the refusal says, so that any other failure of the same case still fails. Once the issue
+/// is fixed, Swift Testing reports that the known issue no longer occurs, and the mark goes.
+struct KnownRefusal: Sendable {
+    /// The issue that fixes it.
+    var issue: String
+    /// A part of the refusal's text.
+    var says: String
+
+    /// Runs `body`, expecting it to fail with this refusal.
+    func expect(_ body: () throws -> Void) throws {
+        let says = says
+        try withKnownIssue(Comment(rawValue: issue)) {
+            try body()
+        } matching: { issue in
+            "\(issue)".contains(says) || issue.comments.contains { $0.rawValue.contains(says) }
         }
     }
 }

@@ -306,6 +306,7 @@ enum SplitFixture {
             let delay = Double.random(in: 0.0...(full * (attempts % 2 == 0 ? 0.35 : 0.8)), using: &generator)
             let log = folder.file("kill-\(attempts).log")
             let process = try SplitFixture.start(arguments(targets), log: log)
+            // The kill's moment, drawn at random (not a wait for anything).
             usleep(UInt32(delay * 1_000_000))
             if process.isRunning {
                 kill(process.processIdentifier, SIGKILL)

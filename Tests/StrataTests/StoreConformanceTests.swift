@@ -23,8 +23,8 @@ import Testing
         "metadata": .json(.object(["nested": .array([.integer(1), .null, .string("ä")]), "flag": .bool(true)])),
     ]
 
-    @Test(arguments: StoreKind.allCases)
-    func everyValueTypeRoundTripsExactly(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func everyValueTypeRoundTripsExactly(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let store = try kind.open(folder)
         let low = try newRow(store, "Book", Self.extremes)
@@ -50,8 +50,8 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func versionsAndOptimisticLocking(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func versionsAndOptimisticLocking(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let store = try kind.open(folder)
         let author = try newRow(store, "Author", ["name": .string("Le Guin")])
@@ -98,8 +98,8 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func uniquenessFailureLeavesTheStoreUnchanged(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func uniquenessFailureLeavesTheStoreUnchanged(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let store = try kind.open(folder)
         let tag = try newRow(store, "Tag", ["name": .string("sf")])
@@ -129,8 +129,8 @@ import Testing
         #expect(try store.count(FetchRequest(entityName: "Book")) == 3)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func relationshipsOfEveryKind(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func relationshipsOfEveryKind(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let store = try kind.open(folder)
         let author = try newRow(store, "Author", ["name": .string("A")])
@@ -209,8 +209,8 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func referencesMustStayInTheStore(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func referencesMustStayInTheStore(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let store = try kind.open(folder)
         let elsewhere = ObjectID(store: "another-store", entity: "Author", primaryKey: 1)
@@ -220,8 +220,8 @@ import Testing
         #expect(try store.count(FetchRequest(entityName: "Book")) == 0)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func inheritanceFetches(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func inheritanceFetches(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let store = try kind.open(folder)
         let rows = [
@@ -238,8 +238,8 @@ import Testing
         #expect(note.attributes["link"] == nil)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func predicatesSortingAndWindows(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func predicatesSortingAndWindows(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let store = try kind.open(folder)
         let books: [(String, Int64?, String)] = [
@@ -334,8 +334,8 @@ import Testing
         #expect(throws: StoreError.self) { try store.fetch(FetchRequest(entityName: "Nope")) }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func relationshipPredicates(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func relationshipPredicates(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let store = try kind.open(folder)
         let author = try newRow(store, "Author", ["name": .string("A")])
@@ -355,8 +355,8 @@ import Testing
         #expect(try store.fetch(FetchRequest(entityName: "Book", predicate: foreign)).isEmpty)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func configurationLimitsTheEntities(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func configurationLimitsTheEntities(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let logs = try kind.open(folder, configuration: "Logs", name: "logs")
         #expect(logs.entityNames == ["Visit"])
@@ -373,8 +373,8 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func preparedSavesCommitOrRollBack(kind: StoreKind) throws {
+    @Test(arguments: StoreUnderTest.allCases)
+    func preparedSavesCommitOrRollBack(kind: StoreUnderTest) throws {
         let folder = TemporaryDirectory()
         let store = try kind.open(folder)
         let kept = try newRow(store, "Tag", ["name": .string("kept")])

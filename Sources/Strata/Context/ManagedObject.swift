@@ -6,7 +6,7 @@ import Foundation
 /// threads share the context). Its ``objectID`` is what crosses contexts.
 public final class ManagedObject: CustomStringConvertible {
     /// The context's one weak reference, shared by all its objects: holding it costs an object a
-    /// retain, where a weak reference of its own cost a side-table update on every object made.
+    /// retain, where a weak reference of its own would cost a side-table update on every object made.
     private let link: ContextLink
     var storedID: ObjectID
 

@@ -56,102 +56,144 @@ extension ObjectContext {
         guard model.entity(named: request.entityName) != nil else {
             throw ContextError(.unknownProperty, "the model has no entity '\(request.entityName)'")
         }
+        // With unsaved changes in the entity's family, the window is applied here, after them.
         let local = hasChanges(inFamilyOf: request.entityName)
+        var fetched = try fetchBelow(request, unwindowed: local)
+        return try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
+            if s.staging && keepStates {
+                let states = statesBeforeGroupCommit(fetched, request, windowed: local, &s)
+                return body(&s, states.map(\.id), states)
+            }
+            let keep = keepStates || local
+            var registered = register(&fetched, keepingStates: keep, skippingChanged: local, &s)
+            guard local else {
+                return body(&s, keep ? registered.states.map(\.id) : registered.keys, registered.states)
+            }
+            try addUnsavedChanges(request, to: &registered.states, &s)
+            let window = request.window(registered.states)
+            return body(&s, window.map(\.id), window)
+        }
+    }
+
+    /// The states matching `request` one level down: in the parent context, or in the stores.
+    /// - Parameter unwindowed: fetch without the request's limit and offset (this context
+    ///   applies them after its own changes).
+    private func fetchBelow(_ request: FetchRequest, unwindowed: Bool) throws(ContextError) -> [ObjectState] {
         var base = request
-        if local {
+        if unwindowed {
             base.fetchLimit = nil
             base.fetchOffset = 0
         }
-        var fetched: [ObjectState]
-        if let parent {
-            fetched = try parent.fetchStates(base)
+        if let parent { return try parent.fetchStates(base) }
+        do {
+            return try coordinator.fetch(base)
+        } catch {
+            throw Self.wrap(error)
+        }
+    }
+
+    /// What a child reads while a group commit writes: what is stored, with the objects the group
+    /// changes as they were before it (see `stateForChild`). States not yet held are registered.
+    /// - Parameter windowed: apply the request's limit and offset (`fetched` was read without them).
+    private func statesBeforeGroupCommit(
+        _ fetched: [ObjectState], _ request: FetchRequest, windowed: Bool, _ s: inout ContextStorage
+    ) -> [ObjectState] {
+        var results: [ObjectState] = []
+        results.reserveCapacity(fetched.count)
+        for var state in fetched {
+            let k = key(state.id, s)
+            if let original = s.originals[k] {
+                results.append(original)
+                continue
+            }
+            state.id = k
+            results.append(state)
+            if s.objects.index(forKey: k) == nil { s.objects[k] = state }
+        }
+        if windowed, let limit = request.fetchLimit {
+            return Array(results.dropFirst(request.fetchOffset).prefix(limit))
+        } else if windowed, request.fetchOffset > 0 {
+            return Array(results.dropFirst(request.fetchOffset))
+        }
+        return results
+    }
+
+    /// What `register` hands back, in the order fetched: the states, or only their keys.
+    private struct Registered {
+        var states: [ObjectState] = []
+        var keys: [ObjectID] = []
+    }
+
+    /// Registers what came back from below, emptying `fetched`: objects this context deleted are
+    /// left out, and objects with unsaved changes keep this context's values (or, with
+    /// `skippingChanged`, are left out for `addUnsavedChanges` to add back).
+    /// - Parameter keepingStates: collect the states; otherwise only their keys.
+    private func register(
+        _ fetched: inout [ObjectState], keepingStates keep: Bool, skippingChanged: Bool, _ s: inout ContextStorage
+    ) -> Registered {
+        var registered = Registered()
+        if keep {
+            registered.states.reserveCapacity(fetched.count)
         } else {
-            do {
-                fetched = try coordinator.fetch(base)
-            } catch {
-                throw Self.wrap(error)
-            }
+            registered.keys.reserveCapacity(fetched.count)
         }
-        return try storage.withLock { (s: inout ContextStorage) throws(ContextError) in
-            if s.staging && keepStates {
-                // A child reads while a group commit writes: what is stored, with the objects
-                // the group changes as they were before it (see `stateForChild`).
-                var results: [ObjectState] = []
-                results.reserveCapacity(fetched.count)
-                for var state in fetched {
-                    let k = key(state.id, s)
-                    if let original = s.originals[k] {
-                        results.append(original)
-                        continue
-                    }
-                    state.id = k
-                    results.append(state)
-                    if s.objects.index(forKey: k) == nil { s.objects[k] = state }
+        s.objects.reserveCapacity(s.objects.count + fetched.count)
+        let pending = !s.deleted.isEmpty || !s.updated.isEmpty || !s.inserted.isEmpty
+        // The fetched states are taken out of the array from its end rather than copied out in
+        // order and released with the array afterwards (a retain and a release of every
+        // reference a state holds: a fifth of a large fetch); the order is restored after.
+        while !fetched.isEmpty {
+            // By index: `last` would copy the whole state to read its ID.
+            let k = key(fetched[fetched.count - 1].id, s)
+            if pending {
+                if s.deleted[k] != nil {
+                    fetched.removeLast()
+                    continue
                 }
-                if local, let limit = request.fetchLimit {
-                    results = Array(results.dropFirst(request.fetchOffset).prefix(limit))
-                } else if local, request.fetchOffset > 0 {
-                    results = Array(results.dropFirst(request.fetchOffset))
-                }
-                return body(&s, results.map(\.id), results)
-            }
-            // Register what came back; objects with unsaved changes keep this context's values.
-            var results: [ObjectState] = []
-            var keys: [ObjectID] = []
-            let keep = keepStates || local
-            if keep { results.reserveCapacity(fetched.count) } else { keys.reserveCapacity(fetched.count) }
-            s.objects.reserveCapacity(s.objects.count + fetched.count)
-            let pending = !s.deleted.isEmpty || !s.updated.isEmpty || !s.inserted.isEmpty
-            // The fetched states are taken out of the array from its end rather than copied out in
-            // order and released with the array afterwards (a retain and a release of every
-            // reference a state holds: a fifth of a large fetch); the order is restored after.
-            while !fetched.isEmpty {
-                // By index: `last` would copy the whole state to read its ID.
-                let k = key(fetched[fetched.count - 1].id, s)
-                if pending {
-                    if s.deleted[k] != nil {
-                        fetched.removeLast()
-                        continue
+                if s.updated[k] != nil || isInserted(k, s) {
+                    let state = fetched.removeLast()
+                    if !skippingChanged {
+                        if keep { registered.states.append(s.objects[k] ?? state) } else { registered.keys.append(k) }
                     }
-                    if s.updated[k] != nil || isInserted(k, s) {
-                        let state = fetched.removeLast()
-                        if !local {
-                            if keep { results.append(s.objects[k] ?? state) } else { keys.append(k) }
-                        }
-                        continue
-                    }
+                    continue
                 }
-                var state = fetched.removeLast()
-                state.id = k
-                if keep { results.append(state) } else { keys.append(k) }
-                // Consumed: a state stored while still in scope is copied into the table, a retain
-                // and a release of everything it holds.
-                s.objects[k] = consume state
             }
-            results.reverse()
-            keys.reverse()
-            guard local else { return body(&s, keep ? results.map(\.id) : keys, results) }
-            let family = Set(model.entityAndSubentities(of: request.entityName))
-            let entities = request.includesSubentities ? family : [request.entityName]
-            var predicate: FetchPredicate?
-            do {
-                predicate = try request.predicate?.bound(to: request.entityName, in: model)
-            } catch {
-                throw ContextError(.invalidPredicate, "\(error)")
-            }
-            let candidates = (s.inserted + Array(s.updated.keys)).filter { entities.contains($0.entityName) }
-            for k in candidates {
-                guard let state = s.objects[k] else { continue }
-                if let predicate, try !matches(predicate, state, &s) { continue }
-                results.append(state)
-            }
-            if let key = request.unknownSortKey(in: model) {
-                throw ContextError(.invalidPredicate, "cannot sort by '\(key)': no such attribute")
-            }
-            results.sort(by: request.sortsBefore)
-            let window = request.window(results)
-            return body(&s, window.map(\.id), window)
+            var state = fetched.removeLast()
+            state.id = k
+            if keep { registered.states.append(state) } else { registered.keys.append(k) }
+            // Consumed: a state stored while still in scope is copied into the table, a retain
+            // and a release of everything it holds.
+            s.objects[k] = consume state
         }
+        registered.states.reverse()
+        registered.keys.reverse()
+        return registered
+    }
+
+    /// Adds this context's inserted and updated objects of the request's entities that match its
+    /// predicate to `states`, then sorts them all in the request's order.
+    /// - Throws: `.invalidPredicate` for a predicate or sort key that does not fit the entity.
+    private func addUnsavedChanges(
+        _ request: FetchRequest, to states: inout [ObjectState], _ s: inout ContextStorage
+    ) throws(ContextError) {
+        let family = Set(model.entityAndSubentities(of: request.entityName))
+        let entities = request.includesSubentities ? family : [request.entityName]
+        var predicate: FetchPredicate?
+        do {
+            predicate = try request.predicate?.bound(to: request.entityName, in: model)
+        } catch {
+            throw ContextError(.invalidPredicate, "\(error)")
+        }
+        let candidates = (s.inserted + Array(s.updated.keys)).filter { entities.contains($0.entityName) }
+        for k in candidates {
+            guard let state = s.objects[k] else { continue }
+            if let predicate, try !matches(predicate, state, &s) { continue }
+            states.append(state)
+        }
+        if let key = request.unknownSortKey(in: model) {
+            throw ContextError(.invalidPredicate, "cannot sort by '\(key)': no such attribute")
+        }
+        states.sort(by: request.sortsBefore)
     }
 
     /// Evaluates a predicate against a state in this context, reading through relationships with

@@ -151,7 +151,7 @@ extension ObjectContext {
     }
 
     /// Saves a child of this root context into the stores as part of a group commit, like
-    /// ``commit(_:expecting:)``, without waiting: `completion` gets the outcome (`nil` once the
+    /// ``commit(_:expecting:keeping:)``, without waiting: `completion` gets the outcome (`nil` once the
     /// transaction holding the child's changes is durable) on the thread that committed it.
     ///
     /// When no commit is in progress, the group commit needs a thread to run on: `lead` gets a

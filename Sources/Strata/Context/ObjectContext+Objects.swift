@@ -151,7 +151,7 @@ extension ObjectContext {
         }
         if parent != nil { registry.hold(id) }
         // The tables grow by themselves: `reserveCapacity` is not specialized for our types, and
-        // rehashing through it cost more than the doublings it saved.
+        // rehashing through it costs more than the doublings it saves.
         let object = ManagedObject(link: link, id: id)
         // Taken into the lock's closure rather than captured and copied there.
         var moving: ObjectState? = consume state

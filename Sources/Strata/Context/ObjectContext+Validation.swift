@@ -15,7 +15,7 @@ extension ObjectContext {
                 resolved = model.resolvedEntity(k.entityName)
             }
             guard let resolved else { continue }
-            // Checked where it is kept: a copy of each state cost a retain and a release of
+            // Checked where it is kept: a copy of each state would cost a retain and a release of
             // everything it holds.
             let broken = s.objects.values[index].reading { validateAttributes($0, resolved) }
             if !broken.isEmpty { failures += broken }

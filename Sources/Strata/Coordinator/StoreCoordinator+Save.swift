@@ -171,7 +171,7 @@ struct SaveInProgress {
     mutating func rewriteReferences(inserts: inout [StoreRow], updates: inout [StoreUpdate]) throws(StoreError) {
         for index in inserts.indices {
             inserts[index].id = issuedIDs[index]
-            // Most new rows refer to nothing: not even a call (which copied this whole save).
+            // Most new rows refer to nothing: not even a call (a call would copy this whole save).
             guard inserts[index].reading(\.refersToAnything) else { continue }
             if let rewritten = try references(
                 inserts[index].toOne, inserts[index].toMany, owner: groups[groupOf[index]].identifier,

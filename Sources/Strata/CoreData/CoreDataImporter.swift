@@ -92,11 +92,16 @@ public enum CoreDataImporter {
 
     /// Imports the Core Data store at `source`.
     /// - Parameters:
+    ///   - source: the Core Data SQLite store (its `-wal` and `-shm` beside it are read too); it is
+    ///     read from a private copy and left as it was.
     ///   - model: the model the stores will hold (the current version).
     ///   - versions: every version of the model (an `.xcdatamodeld`'s), to find the one that wrote
     ///     the store and to migrate from it; `model` alone when empty.
     ///   - targets: the file of every configuration of `model`, or `["Default": file]` for one
     ///     store holding every entity.
+    ///   - options: the version that wrote the store when the hashes cannot tell, configurations to
+    ///     leave empty, the chunk size and the targets' durability.
+    ///   - progress: called as the import goes, with its phase, table and rows copied.
     /// - Throws: ``StoreError``: `.incompatibleModel` when no version (or several) wrote the store,
     ///   `.invalidRequest`, `.duplicateStore` for targets that hold other stores, `.io`, including
     ///   a failed verification.

@@ -20,7 +20,9 @@ extension CoreDataStoreFile {
     /// `NSStoreModelVersionHashes`; when several have the same hashes, the one whose version
     /// identifier the store recorded (`NSStoreModelVersionIdentifiers`). A store of one
     /// configuration matches a version holding its entities with the same hashes.
-    /// - Parameter chosen: a version name that overrides the comparison.
+    /// - Parameters:
+    ///   - versions: the candidate versions, as loaded from an `.xcdatamodeld`.
+    ///   - chosen: a version name that overrides the comparison.
     /// - Throws: `.incompatibleModel` when no version matches or several do, naming them.
     public func identifyVersion(among versions: [ObjectModel], chosen: String? = nil) throws(StoreError)
         -> CoreDataVersionMatch

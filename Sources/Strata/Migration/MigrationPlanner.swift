@@ -83,7 +83,7 @@ enum MigrationPlanner {
 
     /// Matches `new` names to `old` names: by `renamedFrom`, then by name, then by renaming identifier.
     /// - Returns: new name → old name for the matched ones.
-    private static func match(
+    static func match(
         new: [(name: String, renamedFrom: String?)], old: [(name: String, renamedFrom: String?)]
     ) -> [String: String] {
         var result: [String: String] = [:]
@@ -112,7 +112,7 @@ enum MigrationPlanner {
 
     /// Collects changes and refusals without repeating one (an inherited property is seen from
     /// every subentity).
-    private struct Collector {
+    struct Collector {
         var changes: [MigrationChange] = []
         var refusals: [MigrationRefusal] = []
         private var seen: Set<String> = []
@@ -318,124 +318,6 @@ enum MigrationPlanner {
                     .removeAttribute, entity: place, property: attribute.name, "removed; its values are dropped"))
         }
         mapping.attributes[name] = sources
-    }
-
-    /// The kind of storage, ignoring table names and sides.
-    private static func storageKind(_ storage: RelationshipStorage?) -> String {
-        switch storage {
-        case .foreignKey: "foreignKey"
-        case .inverseForeignKey: "inverseForeignKey"
-        case .joinTable: "joinTable"
-        case nil: "none"
-        }
-    }
-
-    private static func planRelationships(
-        _ name: String, _ oldName: String, old: ObjectModel, new: ObjectModel, mapping: inout MigrationMapping,
-        collector: inout Collector
-    ) {
-        let newRelationships = new.relationships(of: name)
-        let oldRelationships = old.relationships(of: oldName)
-        let matched = match(
-            new: newRelationships.map { ($0.name, $0.renamedFrom) },
-            old: oldRelationships.map { ($0.name, $0.renamedFrom) })
-        var sources: [String: String?] = [:]
-        let owner = { (relationship: String) in new.declaringEntity(of: relationship, in: name) ?? name }
-        for relationship in newRelationships {
-            let place = owner(relationship.name)
-            guard let previousName = matched[relationship.name],
-                let previous = old.relationship(previousName, of: oldName)
-            else {
-                if let previous = relationship.renamedFrom, old.relationship(previous, of: oldName) == nil,
-                    old.relationship(relationship.name, of: oldName) == nil,
-                    !oldRelationships.contains(where: { ($0.renamedFrom ?? $0.name) == previous }),
-                    oldRelationships.contains(where: { !Set(matched.values).contains($0.name) })
-                {
-                    collector.refuse(
-                        MigrationRefusal(
-                            .unresolvedRename, entity: place, property: relationship.name,
-                            "is renamed from '\(previous)', which '\(oldName)' does not have in the store's model (version \(old.version ?? "?")); migrate through the versions in between (give the model history)"
-                        ))
-                } else if !relationship.isToMany && !relationship.isOptional {
-                    collector.refuse(
-                        MigrationRefusal(
-                            .requiredRelationship, entity: place, property: relationship.name,
-                            "is added as a required to-one relationship; existing objects have no object to point to"
-                        ))
-                } else {
-                    sources[relationship.name] = .some(nil)
-                    collector.change(
-                        MigrationChange(
-                            .addRelationship, entity: place, property: relationship.name,
-                            "a new \(relationship.isToMany ? "to-many" : "to-one") relationship to \(relationship.destination), empty for existing objects"
-                        ))
-                }
-                continue
-            }
-            sources[relationship.name] = .some(previousName)
-            if previousName != relationship.name {
-                collector.change(
-                    MigrationChange(
-                        .renameRelationship, entity: place, property: relationship.name,
-                        "renamed from '\(previousName)'; its contents are kept"))
-            }
-            let destinationMatches =
-                mapping.entities[relationship.destination] == previous.destination
-                || (mapping.entities[relationship.destination] == nil
-                    && (relationship.destination == previous.destination
-                        || new.entity(named: relationship.destination)?.renamedFrom == previous.destination))
-            var problems: [String] = []
-            if !destinationMatches {
-                problems.append("its destination changes from \(previous.destination) to \(relationship.destination)")
-            }
-            if previous.isToMany != relationship.isToMany {
-                problems.append(
-                    relationship.isToMany ? "it changes from to-one to to-many" : "it changes from to-many to to-one")
-            }
-            if previous.isOrdered != relationship.isOrdered {
-                problems.append(relationship.isOrdered ? "it becomes ordered" : "it stops being ordered")
-            }
-            let oldStorage = old.storage(of: previousName, in: oldName)
-            let newStorage = new.storage(of: relationship.name, in: name)
-            if problems.isEmpty && storageKind(oldStorage) != storageKind(newStorage) {
-                problems.append("its inverse changes how it is stored (to-one or to-many on the other side)")
-            }
-            if problems.isEmpty, case .joinTable(let oldTable, let wasSource) = oldStorage,
-                case .joinTable(let newTable, let isSource) = newStorage, wasSource != isSource, oldTable.isOrdered,
-                newTable.isOrdered
-            {
-                problems.append(
-                    "renaming it changes which side of the ordered many-to-many relationship keeps its order")
-            }
-            if !problems.isEmpty {
-                collector.refuse(
-                    MigrationRefusal(
-                        .relationshipShape, entity: place, property: relationship.name,
-                        problems.joined(separator: "; ") + "; a lightweight migration cannot map its contents"))
-            }
-            if !relationship.isToMany {
-                if previous.isOptional && !relationship.isOptional {
-                    collector.refuse(
-                        MigrationRefusal(
-                            .requiredRelationship, entity: place, property: relationship.name,
-                            "becomes a required to-one relationship; objects without one have nothing to point to"))
-                } else if !previous.isOptional && relationship.isOptional {
-                    collector.change(
-                        MigrationChange(
-                            .makeRelationshipOptional, entity: place, property: relationship.name, "becomes optional"))
-                }
-            }
-        }
-        let kept = Set(matched.values)
-        for relationship in oldRelationships where !kept.contains(relationship.name) {
-            let declaring = old.declaringEntity(of: relationship.name, in: oldName) ?? oldName
-            let place = mapping.entities.first(where: { $0.value == declaring })?.key ?? name
-            collector.change(
-                MigrationChange(
-                    .removeRelationship, entity: place, property: relationship.name,
-                    "removed; its contents are dropped"))
-        }
-        mapping.relationships[name] = sources
     }
 
     private static func planIndexes(

@@ -53,6 +53,7 @@ extension StoreInspection {
 public enum StoreInspector {
     /// Inspects the store at `url`.
     /// - Parameters:
+    ///   - url: the store's file (or a PostgreSQL connection URI).
     ///   - model: a model to check the store against, if any.
     ///   - history: earlier versions of the model, oldest first, for a multi-step migration.
     /// - Throws: ``StoreError``: `.io` for a missing or unreadable file, `.incompatibleModel` for a

@@ -9,7 +9,7 @@ import Foundation
 ///   `@avg`;
 /// - `now()`: the time of the save.
 ///
-/// What does not parse loads as a plain attribute with a warning (see ``ModelValidator``).
+/// What does not parse loads as a plain attribute with a warning (the model validator reports it).
 public enum Derivation: Sendable, Hashable {
     /// The value at a key path of to-one relationships and an attribute.
     case keyPath([String])

@@ -2,8 +2,9 @@ import Foundation
 
 /// An immutable, validated object model: entities, their properties, and named configurations.
 ///
-/// Create one with ``init(name:version:entities:configurations:)``, from the JSON format with
-/// ``ObjectModel/load(json:file:)``, from Core Data files with ``ObjectModel/load(contentsOf:)``,
+/// Create one with ``init(name:version:entities:configurations:fetchRequestTemplates:warnings:)``,
+/// from the JSON format with ``ObjectModel/load(json:file:)``, from Core Data files with
+/// ``ObjectModel/load(contentsOf:)-(URL)``,
 /// or by merging several with ``ObjectModel/merged(_:)``. Every initializer validates the model and
 /// throws a ``ModelError`` listing every problem.
 public struct ObjectModel: Sendable {
@@ -35,8 +36,14 @@ public struct ObjectModel: Sendable {
     private(set) var incomingWithoutInverse: [String: [(owner: String, relationship: RelationshipDescription)]] = [:]
 
     /// Builds and validates a model.
-    /// - Parameter warnings: caveats found while reading the model's sources, kept with the ones
-    ///   validation finds in ``warnings``.
+    /// - Parameters:
+    ///   - name: the model's name.
+    ///   - version: the model version identifier, if declared.
+    ///   - entities: the entities, in declaration order.
+    ///   - configurations: the named configurations; none: every entity in the default one.
+    ///   - fetchRequestTemplates: named fetch requests (Core Data's fetch request templates).
+    ///   - warnings: caveats found while reading the model's sources, kept with the ones
+    ///     validation finds in ``warnings``.
     /// - Throws: ``ModelError`` of kind `.invalid` naming every problem.
     public init(
         name: String, version: String? = nil, entities: [EntityDescription],

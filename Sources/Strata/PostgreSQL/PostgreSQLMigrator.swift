@@ -14,28 +14,20 @@ enum PostgreSQLMigrator {
         _ plan: MigrationPlan, model: ObjectModel, configuration: String?, namespace: String, _ c: PGConnection
     ) throws(PGError) {
         for step in plan.steps { try apply(step, namespace: namespace, c) }
-        let target = PostgreSQLSchema(model: model, entities: [], namespace: namespace)
-        let hashes = MigrationPlanner.hashes(of: model, configuration: configuration) ?? [:]
-        var values: [(String, String?)] = [
-            ("entityHashes", JSONValue.object(hashes.mapValues { .string($0) }).jsonText),
-            ("model", model.canonicalJSON),
-        ]
-        values.append(("modelVersion", model.version))
-        for (key, value) in values {
-            if let value {
-                try c.execute(
-                    "INSERT INTO \(target.qualified(PostgreSQLSchema.metadataTable)) (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                    [.text(key), .text(value)])
-            } else {
-                try c.execute(
-                    "DELETE FROM \(target.qualified(PostgreSQLSchema.metadataTable)) WHERE key = $1", [.text(key)])
-            }
-        }
+        try steps(namespace, c).recordModel(model, configuration: configuration)
+    }
+
+    /// The steps every SQL store's migration shares, on `c` in `namespace`.
+    static func steps(_ namespace: String, _ c: PGConnection) -> SQLMigrationSteps<PostgreSQLDialect, PGConnection> {
+        SQLMigrationSteps(
+            dialect: PostgreSQLDialect(namespace: namespace), connection: c,
+            metadataTable: PostgreSQLSchema.metadataTable)
     }
 
     private static func apply(_ step: MigrationStep, namespace: String, _ c: PGConnection) throws(PGError) {
         let old = PostgreSQLSchema(model: step.old, entities: step.oldEntities, namespace: namespace)
         let new = PostgreSQLSchema(model: step.new, entities: step.newEntities, namespace: namespace)
+        let steps = steps(namespace, c)
         let stash = PostgreSQLSchema.quote(namespace + "_migrating")
         try c.execute("DROP SCHEMA IF EXISTS \(stash) CASCADE")
         try c.execute("CREATE SCHEMA \(stash)")
@@ -56,116 +48,55 @@ enum PostgreSQLMigrator {
                     ? "CREATE SEQUENCE IF NOT EXISTS " + statement.dropFirst("CREATE SEQUENCE ".count) : statement)
         }
 
-        // 3. Every object of an entity both models have, into its new table.
+        // 3. Every object of an entity both models have, into its new table (one statement per old
+        // table it comes from).
         for table in new.base.tables.values.sorted(by: { $0.name < $1.name }) {
+            var byOldTable: [(old: SQLiteSchema.Table, entities: [String])] = []
             for entity in table.entities {
                 guard let oldEntity = step.mapping.entities[entity], let oldTable = old.base.table(for: oldEntity)
                 else { continue }
-                try copy(
-                    entity, into: table, from: oldEntity, oldTable, step: step, new: new, stashed(oldTable.name), c)
+                if let index = byOldTable.firstIndex(where: { $0.old.name == oldTable.name }) {
+                    byOldTable[index].entities.append(entity)
+                } else {
+                    byOldTable.append((oldTable, [entity]))
+                }
+            }
+            for (oldTable, entities) in byOldTable {
+                try steps.copyRows(
+                    into: table, from: oldTable, at: stashed(oldTable.name), entities: entities, step: step,
+                    newSchema: new.base)
             }
             // Keys continue past the objects copied (a renamed hierarchy's sequence is new).
             try c.execute(
                 "SELECT setval($1::regclass, GREATEST((SELECT COALESCE(max(\"_pk\"), 0) + 1 FROM \(new.qualified(table.name))), nextval($1::regclass)), false)",
                 [.text(new.sequence(of: table.name))])
         }
-        let (joins, _) = SQLiteMigrator.joinSources(step: step, oldSchema: old.base, newSchema: new.base)
-        for (join, oldJoin, swapped, _) in joins {
-            guard let oldJoin else { continue }
-            let columns = swapped ? "\"target\", \"source\"" : "\"source\", \"target\""
-            try c.execute(
-                "INSERT INTO \(new.qualified(join.name)) (\"source\", \"target\", \"position\") SELECT \(columns), \"position\" FROM \(stashed(oldJoin))"
-            )
+        for join in step.joinSources(oldSchema: old.base, newSchema: new.base).0 {
+            guard let oldJoin = join.old else { continue }
+            try steps.copyPairs(into: join.join.name, from: stashed(oldJoin), swapped: join.swapped)
         }
 
         // 4. References to objects deleted with their entity are cleared.
-        if step.mapping.removesObjects {
-            for table in new.base.tables.values.sorted(by: { $0.name < $1.name }) {
-                for column in table.columns {
-                    guard case .foreignKey(let relationship) = column,
-                        let destination = new.base.table(for: relationship.destination)
-                    else { continue }
-                    let name = PostgreSQLSchema.quote(column.name)
-                    try c.execute(
-                        "UPDATE \(new.qualified(table.name)) SET \(name) = NULL WHERE \(name) IS NOT NULL AND \(name) NOT IN (SELECT \"_pk\" FROM \(new.qualified(destination.name)))"
-                    )
-                }
-            }
-            for join in new.base.joinTables {
-                guard let source = new.base.table(for: join.sourceEntity),
-                    let target = new.base.table(for: join.targetEntity)
-                else { continue }
-                try c.execute(
-                    "DELETE FROM \(new.qualified(join.name)) WHERE \"source\" NOT IN (SELECT \"_pk\" FROM \(new.qualified(source.name))) OR \"target\" NOT IN (SELECT \"_pk\" FROM \(new.qualified(target.name)))"
-                )
-            }
-        }
+        if step.mapping.removesObjects { try steps.clearReferencesToRemovedObjects(in: new.base) }
         try c.execute("DROP SCHEMA \(stash) CASCADE")
         for name in old.base.tables.keys.sorted() where new.base.tables[name] == nil {
             try c.execute("DROP SEQUENCE IF EXISTS \(old.sequence(of: name))")
         }
     }
-
-    /// Copies the objects of old entity `oldEntity` into `table` as objects of `entity`.
-    private static func copy(
-        _ entity: String, into table: SQLiteSchema.Table, from oldEntity: String, _ oldTable: SQLiteSchema.Table,
-        step: MigrationStep, new: PostgreSQLSchema, _ source: String, _ c: PGConnection
-    ) throws(PGError) {
-        let oldColumns = Set(oldTable.columns.map(\.name))
-        var names = ["\"_pk\"", "\"_entity\"", "\"_version\""]
-        var expressions = ["\"_pk\"", "$1", "\"_version\""]
-        var arguments: [PGValue] = [.text(entity), .text(oldEntity)]
-        func parameter(_ value: AttributeValue, _ column: SQLiteSchema.Column) -> String {
-            arguments.append(PostgreSQLSchema.encode(value))
-            return "$\(arguments.count)::\(PostgreSQLSchema.sqlType(column))"
-        }
-        for column in table.columns {
-            let expression: String
-            switch SQLiteMigrator.source(of: column, for: entity, step: step, newSchema: new.base) {
-            case .old(let name): expression = oldColumns.contains(name) ? PostgreSQLSchema.quote(name) : "NULL"
-            case .coalesce(let name, let value):
-                expression =
-                    oldColumns.contains(name)
-                    ? "COALESCE(\(PostgreSQLSchema.quote(name)), \(parameter(value, column)))"
-                    : parameter(value, column)
-            case .value(let value): expression = parameter(value, column)
-            case .null: expression = "NULL"
-            }
-            names.append(PostgreSQLSchema.quote(column.name))
-            expressions.append(expression)
-        }
-        try c.execute(
-            "INSERT INTO \(new.qualified(table.name)) (\(names.joined(separator: ", "))) SELECT \(expressions.joined(separator: ", ")) FROM \(source) WHERE \"_entity\" = $2",
-            arguments)
-    }
 }
 
 /// A migration of one PostgreSQL store, planned and waiting to run.
 final class PostgreSQLPendingMigration: PendingMigration {
-    let url: URL
-    let plan: MigrationPlan
-    let model: ObjectModel
-    let configuration: String?
-    let storeIdentifier: String
-    /// The hashes the store had when planned.
-    let sourceHashes: [String: String]
-    let targetHashes: [String: String]
+    let target: SQLMigrationTarget
+    var storeIdentifier: String { target.storeIdentifier }
+    var targetHashes: [String: String] { target.targetHashes }
+    var plan: MigrationPlan { target.plan }
 
-    init(
-        url: URL, plan: MigrationPlan, model: ObjectModel, configuration: String?, storeIdentifier: String,
-        sourceHashes: [String: String], targetHashes: [String: String]
-    ) {
-        self.url = url
-        self.plan = plan
-        self.model = model
-        self.configuration = configuration
-        self.storeIdentifier = storeIdentifier
-        self.sourceHashes = sourceHashes
-        self.targetHashes = targetHashes
-    }
+    init(_ target: SQLMigrationTarget) { self.target = target }
 
     func prepare() throws(StoreError) -> any PreparedMigration {
-        let (conninfo, namespace, _) = PostgreSQLStore.connection(from: url, configuration: configuration)
+        let url = target.url
+        let (conninfo, namespace, _) = PostgreSQLStore.connection(from: url, configuration: target.configuration)
         let display = PGConnection.redacted(url.absoluteString)
         let c: PGConnection
         do {
@@ -182,7 +113,7 @@ final class PostgreSQLPendingMigration: PendingMigration {
                 // Another server migrated it while this one waited for the lock.
                 return PostgreSQLPreparedMigration(c, url: url, namespace: namespace)
             }
-            guard found.entityHashes == sourceHashes else {
+            guard found.entityHashes == target.sourceHashes else {
                 _ = try? c.execute("ROLLBACK")
                 throw StoreError(
                     .incompatibleModel,
@@ -190,7 +121,8 @@ final class PostgreSQLPendingMigration: PendingMigration {
                         + SQLiteStore.describeDifferences(stored: found.entityHashes, model: targetHashes),
                     storeURL: url)
             }
-            try PostgreSQLMigrator.apply(plan, model: model, configuration: configuration, namespace: namespace, c)
+            try PostgreSQLMigrator.apply(
+                plan, model: target.model, configuration: target.configuration, namespace: namespace, c)
         } catch let error as StoreError {
             throw error
         } catch let error as PGError {
@@ -215,9 +147,6 @@ final class PostgreSQLPreparedMigration: PreparedMigration {
     let c: PGConnection
     let url: URL
     let namespace: String
-    private var metadata: String {
-        PostgreSQLSchema.quote(namespace) + "." + PostgreSQLSchema.quote(PostgreSQLSchema.metadataTable)
-    }
 
     init(_ c: PGConnection, url: URL, namespace: String) {
         self.c = c
@@ -227,9 +156,7 @@ final class PostgreSQLPreparedMigration: PreparedMigration {
 
     func keep(_ record: MigrationRecord) throws(StoreError) {
         do {
-            try c.execute(
-                "INSERT INTO \(metadata) (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                [.text(SQLiteStore.migrationRecordKey), .text(record.text)])
+            try PostgreSQLMigrator.steps(namespace, c).setMetadata(SQLiteStore.migrationRecordKey, record.text)
         } catch {
             throw StoreError(.io, "cannot record the migration: \(error)", storeURL: url)
         }
@@ -247,6 +174,6 @@ final class PostgreSQLPreparedMigration: PreparedMigration {
     func rollback() { _ = try? c.execute("ROLLBACK") }
 
     func forgetRecord() {
-        _ = try? c.execute("DELETE FROM \(metadata) WHERE key = $1", [.text(SQLiteStore.migrationRecordKey)])
+        try? PostgreSQLMigrator.steps(namespace, c).setMetadata(SQLiteStore.migrationRecordKey, nil)
     }
 }

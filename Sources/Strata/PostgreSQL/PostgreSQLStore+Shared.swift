@@ -9,18 +9,9 @@ import Synchronization
 /// tables its schema creates.
 extension PostgreSQLStore {
     func writeCrossStoreNotes(_ changes: StoreChanges, _ c: PGConnection) throws {
-        let records = schema.qualified(PostgreSQLSchema.recordsTable)
-        let applied = schema.qualified(PostgreSQLSchema.appliedTable)
         if let participation = changes.participation {
-            if let record = participation.record {
-                try c.execute(
-                    "INSERT INTO \(records) (id, record) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET record = excluded.record",
-                    [.text(record.saveID), .text(record.text)])
-            } else {
-                try c.execute(
-                    "INSERT INTO \(applied) (id, commit_point) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET commit_point = excluded.commit_point",
-                    [.text(participation.saveID), .text(participation.commitPoint)])
-            }
+            try writeParticipation(
+                participation, records: PostgreSQLSchema.recordsTable, applied: PostgreSQLSchema.appliedTable, c)
         }
         try deleteNotes(changes.housekeeping, c)
     }

@@ -61,7 +61,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     /// transaction under an advisory lock on the namespace.
     /// - Throws: ``StoreError``: `.unknownConfiguration`, `.io` (cannot connect),
     ///   `.configurationMismatch`, `.incompatibleModel` (written with another model: the
-    ///   coordinator migrates before opening, see ``PostgreSQLMigrator``).
+    ///   coordinator migrates before opening, see ``StoreOptions/migrate``).
     public init(model: ObjectModel, configuration: String?, url: URL, options: StoreOptions = StoreOptions())
         throws(StoreError)
     {

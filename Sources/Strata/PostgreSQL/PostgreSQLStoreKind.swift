@@ -37,18 +37,10 @@ struct PostgreSQLStoreKind: StoreKind {
         let found = try SQLiteStore.metadata(from: values, url: url)
         // A configuration mismatch is reported when the store is opened.
         guard found.configuration == configuration, found.entityHashes != hashes else { return nil }
-        let plan = SQLiteMigrator.plan(
-            values: values, storedHashes: found.entityHashes, configuration: configuration, model: model,
-            history: description.options.modelHistory, url: url)
-        guard description.options.migrate, !description.options.readOnly else {
-            throw StoreError(
-                .incompatibleModel, SQLiteStore.incompatibility(stored: found.entityHashes, model: hashes, plan: plan),
-                storeURL: url)
-        }
-        guard plan.isPossible else { throw StoreError(.incompatibleModel, plan.refusalMessage, storeURL: url) }
         return PostgreSQLPendingMigration(
-            url: url, plan: plan, model: model, configuration: configuration, storeIdentifier: found.identifier,
-            sourceHashes: found.entityHashes, targetHashes: hashes)
+            try SQLMigrationTarget(
+                values: values, found: found, model: model, configuration: configuration, hashes: hashes,
+                options: description.options, url: url))
     }
 
     /// The metadata the store's namespace holds; nil when it has none yet.

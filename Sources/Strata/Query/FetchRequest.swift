@@ -53,7 +53,7 @@ public struct FetchRequest: Sendable, Hashable {
 extension FetchRequest {
     /// Whether ties are broken by ascending object ID: the last sort key's direction (ascending
     /// without keys). `ORDER BY year DESC, _pk DESC` is an index on `year` read backwards, where
-    /// `_pk ASC` made SQLite sort each run of equal years before it could stop at the limit.
+    /// `_pk ASC` would make SQLite sort each run of equal years before it could stop at the limit.
     public var tiesAscending: Bool { sortDescriptors.last?.ascending ?? true }
 
     /// Whether `lhs` comes before `rhs` in this request's order: by its sort keys, ties broken by

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A value for a `%@`, `%K`, `%d` or `%f` placeholder of a predicate format string, or for a
-/// variable in ``FetchPredicate/substituting(_:)``.
+/// variable in ``FetchPredicate/substituting(_:)-([String:PredicateArgument])``.
 ///
 /// Literals convert: `"Dune"` is a string value, `42` an integer, `4.5` a double, `true` a Boolean,
 /// `nil` no value, and `[1, 2]` a list.

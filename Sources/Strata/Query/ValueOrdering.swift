@@ -88,7 +88,7 @@ public enum ValueOrdering {
 
     /// Evaluates a string operator (`BEGINSWITH`, `ENDSWITH`, `CONTAINS`, `LIKE`, `MATCHES`).
     /// Returns false when either side is not a string.
-    /// - Throws: for `MATCHES`, a pattern too long or too slow on `text` (see ``ICURegex``).
+    /// - Throws: for `MATCHES`, a pattern too long or too slow on `text` (ICU's regular expressions, with a step limit).
     public static func matchText(
         _ op: ComparisonOperator, _ text: String, _ pattern: String, _ options: ComparisonOptions
     ) throws(PredicateError) -> Bool {

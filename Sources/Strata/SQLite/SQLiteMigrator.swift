@@ -33,21 +33,7 @@ enum SQLiteMigrator {
     ) throws(StoreError) {
         do {
             for step in plan.steps { try apply(step, db: db) }
-            let hashes = MigrationPlanner.hashes(of: model, configuration: configuration) ?? [:]
-            let table = SQLiteStore.metadataTable
-            let values: [(String, String)] = [
-                ("entityHashes", JSONValue.object(hashes.mapValues { .string($0) }).jsonText),
-                ("model", model.canonicalJSON),
-            ]
-            for (key, value) in values {
-                try db.run("INSERT OR REPLACE INTO \(table) (key, value) VALUES (?, ?)", [.text(key), .text(value)])
-            }
-            if let version = model.version {
-                try db.run(
-                    "INSERT OR REPLACE INTO \(table) (key, value) VALUES ('modelVersion', ?)", [.text(version)])
-            } else {
-                try db.run("DELETE FROM \(table) WHERE key = 'modelVersion'")
-            }
+            try steps(db).recordModel(model, configuration: configuration)
         } catch {
             if error.isUniqueViolation || (error.sql ?? "").hasPrefix("CREATE UNIQUE INDEX") {
                 throw StoreError(
@@ -88,6 +74,11 @@ enum SQLiteMigrator {
 
     private static func quote(_ name: String) -> String { SQLiteSchema.quote(name) }
 
+    /// The steps every SQL store's migration shares, on `db`.
+    static func steps(_ db: SQLiteConnection) -> SQLMigrationSteps<SQLiteDialect, SQLiteConnection> {
+        SQLMigrationSteps(dialect: SQLiteDialect(), connection: db, metadataTable: SQLiteStore.metadataTable)
+    }
+
     /// What happens to one table of the new schema.
     private enum Action {
         /// It is new: created empty.
@@ -98,175 +89,134 @@ enum SQLiteMigrator {
         case rebuild(old: SQLiteSchema.Table)
     }
 
-    /// Applies one step; the transaction is open.
-    static func apply(_ step: MigrationStep, db: SQLiteConnection) throws(SQLiteError) {
-        let oldSchema = SQLiteSchema(model: step.old, entities: step.oldEntities)
-        let newSchema = SQLiteSchema(model: step.new, entities: step.newEntities)
-        let mapping = step.mapping
-        let statements = newSchema.createStatements
+    /// One step's schemas and what happens to each table.
+    private struct StepPlan {
+        let step: MigrationStep
+        let oldSchema: SQLiteSchema
+        let newSchema: SQLiteSchema
+        /// Each entity table of the new schema and what happens to it.
+        var actions: [(SQLiteSchema.Table, Action)] = []
+        /// The old entity tables that a new one is made from.
+        var consumed: Set<String> = []
+        /// Where each join table takes its rows from.
+        var joins: [SQLJoinSource] = []
+        /// The old join tables used.
+        var consumedJoins: Set<String> = []
+        /// The new schema's statements.
+        let statements: [String]
+
+        init(_ step: MigrationStep) {
+            self.step = step
+            oldSchema = SQLiteSchema(model: step.old, entities: step.oldEntities)
+            newSchema = SQLiteSchema(model: step.new, entities: step.newEntities)
+            statements = newSchema.createStatements
+            for table in newSchema.tables.values.sorted(by: { $0.name < $1.name }) {
+                let matched = table.entities.compactMap { step.mapping.entities[$0] }
+                guard let oldTable = matched.first.flatMap({ oldSchema.table(for: $0) }) else {
+                    actions.append((table, .create))
+                    continue
+                }
+                consumed.insert(oldTable.name)
+                let inPlace = canAlterInPlace(table, oldTable, step: step, newSchema: newSchema)
+                actions.append((table, inPlace ? .alter(old: oldTable) : .rebuild(old: oldTable)))
+            }
+            (joins, consumedJoins) = step.joinSources(oldSchema: oldSchema, newSchema: newSchema)
+        }
+
         func createStatement(_ table: String) -> String? {
             statements.first { $0.hasPrefix("CREATE TABLE \(quote(table)) (") }
         }
+
         func indexStatements(_ table: String) -> [String] {
             statements.filter { !$0.hasPrefix("CREATE TABLE ") && $0.contains(" ON \(quote(table)) (") }
         }
+    }
 
-        // 1. Decide what happens to each entity table.
-        var actions: [(SQLiteSchema.Table, Action)] = []
-        var consumed: Set<String> = []
-        for table in newSchema.tables.values.sorted(by: { $0.name < $1.name }) {
-            let matched = table.entities.compactMap { mapping.entities[$0] }
-            guard let oldTable = matched.first.flatMap({ oldSchema.table(for: $0) }) else {
-                actions.append((table, .create))
-                continue
-            }
-            consumed.insert(oldTable.name)
-            if canAlterInPlace(table, oldTable, step: step, newSchema: newSchema) {
-                actions.append((table, .alter(old: oldTable)))
-            } else {
-                actions.append((table, .rebuild(old: oldTable)))
-            }
-        }
-        // 2. Decide what happens to each join table.
-        let (joinActions, consumedJoins) = joinSources(step: step, oldSchema: oldSchema, newSchema: newSchema)
+    /// Applies one step; the transaction is open.
+    static func apply(_ step: MigrationStep, db: SQLiteConnection) throws(SQLiteError) {
+        let plan = StepPlan(step)
+        try moveOldTables(plan, db: db)
+        try buildTables(plan, db: db)
+        try alignIndexes(plan, db: db)
+        if step.mapping.removesObjects { try steps(db).clearReferencesToRemovedObjects(in: plan.newSchema) }
+    }
 
-        // 3. Move rebuilt tables out of the way; drop the tables nothing uses any more.
-        func dropIndexes(of table: String) throws(SQLiteError) {
-            let names = try sqlite {
-                try db.query(
-                    "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
-                    [.text(table)]
-                ) { $0.text(0) }
-            }
-            for name in names { try db.execute("DROP INDEX \(quote(name))") }
+    /// Moves tables to be rebuilt out of the way (their indexes dropped, names being global) and
+    /// drops the tables nothing uses any more.
+    private static func moveOldTables(_ plan: StepPlan, db: SQLiteConnection) throws(SQLiteError) {
+        func moveAside(_ table: String) throws(SQLiteError) {
+            for index in try indexes(of: table, db: db) { try db.execute("DROP INDEX \(quote(index.name))") }
+            try db.execute("ALTER TABLE \(quote(table)) RENAME TO \(quote(oldTablePrefix + table))")
         }
-        for (_, action) in actions {
-            if case .rebuild(let old) = action {
-                try dropIndexes(of: old.name)
-                try db.execute("ALTER TABLE \(quote(old.name)) RENAME TO \(quote(oldTablePrefix + old.name))")
-            }
+        for (_, action) in plan.actions {
+            if case .rebuild(let old) = action { try moveAside(old.name) }
         }
-        for old in oldSchema.tables.keys.sorted() where !consumed.contains(old) {
+        for old in plan.oldSchema.tables.keys.sorted() where !plan.consumed.contains(old) {
             try db.execute("DROP TABLE \(quote(old))")
         }
-        for join in joinActions where !join.keep {
-            if let old = join.old {
-                try dropIndexes(of: old)
-                try db.execute("ALTER TABLE \(quote(old)) RENAME TO \(quote(oldTablePrefix + old))")
-            }
+        for join in plan.joins where !join.keep {
+            if let old = join.old { try moveAside(old) }
         }
-        for old in oldSchema.joinTables where !consumedJoins.contains(old.name) {
+        for old in plan.oldSchema.joinTables where !plan.consumedJoins.contains(old.name) {
             try db.execute("DROP TABLE \(quote(old.name))")
         }
+    }
 
-        // 4. Create and fill new and rebuilt tables; alter the others in place.
-        for (table, action) in actions {
+    /// Creates and fills new and rebuilt tables, and alters the others in place.
+    private static func buildTables(_ plan: StepPlan, db: SQLiteConnection) throws(SQLiteError) {
+        let steps = steps(db)
+        for (table, action) in plan.actions {
             switch action {
             case .create:
-                if let sql = createStatement(table.name) { try db.execute(sql) }
+                if let sql = plan.createStatement(table.name) { try db.execute(sql) }
             case .rebuild(let old):
-                if let sql = createStatement(table.name) { try db.execute(sql) }
-                try copy(into: table, from: old, step: step, newSchema: newSchema, oldSchema: oldSchema, db: db)
+                if let sql = plan.createStatement(table.name) { try db.execute(sql) }
+                try steps.copyRows(
+                    into: table, from: old, at: quote(oldTablePrefix + old.name),
+                    entities: table.entities.filter { plan.step.mapping.entities[$0] != nil }, step: plan.step,
+                    newSchema: plan.newSchema)
                 try db.execute("DROP TABLE \(quote(oldTablePrefix + old.name))")
             case .alter(let old):
-                try alter(table, old: old, step: step, newSchema: newSchema, oldSchema: oldSchema, db: db)
+                try alter(
+                    table, old: old, step: plan.step, newSchema: plan.newSchema, oldSchema: plan.oldSchema, db: db)
             }
         }
-        for join in joinActions where !join.keep {
-            if let sql = createStatement(join.0.name) { try db.execute(sql) }
+        for join in plan.joins where !join.keep {
+            if let sql = plan.createStatement(join.join.name) { try db.execute(sql) }
             if let old = join.old {
-                let columns = join.swapped ? "\"target\", \"source\"" : "\"source\", \"target\""
-                try db.execute(
-                    "INSERT INTO \(quote(join.0.name)) (\"source\", \"target\", \"position\") SELECT \(columns), \"position\" FROM \(quote(oldTablePrefix + old))"
-                )
+                try steps.copyPairs(into: join.join.name, from: quote(oldTablePrefix + old), swapped: join.swapped)
                 try db.execute("DROP TABLE \(quote(oldTablePrefix + old))")
             }
         }
+    }
 
-        // 5. Bring every index in line with the new model: drop the unwanted ones first (names are
-        // global), then create the missing ones.
-        let tableNames = newSchema.tables.keys.sorted() + newSchema.joinTables.map(\.name)
+    /// Brings every index in line with the new model: drops the unwanted ones first (names are
+    /// global), then creates the missing ones.
+    private static func alignIndexes(_ plan: StepPlan, db: SQLiteConnection) throws(SQLiteError) {
+        let tableNames = plan.newSchema.tables.keys.sorted() + plan.newSchema.joinTables.map(\.name)
         var existing: [String: [(name: String, sql: String)]] = [:]
+        for table in tableNames { existing[table] = try indexes(of: table, db: db) }
         for table in tableNames {
-            existing[table] = try sqlite {
-                try db.query(
-                    "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
-                    [.text(table)]
-                ) { ($0.text(0), $0.text(1)) }
-            }
-        }
-        for table in tableNames {
-            let wanted = Set(indexStatements(table))
+            let wanted = Set(plan.indexStatements(table))
             for index in existing[table] ?? [] where !wanted.contains(index.sql) {
                 try db.execute("DROP INDEX \(quote(index.name))")
             }
         }
         for table in tableNames {
             let present = Set((existing[table] ?? []).map(\.sql))
-            for sql in indexStatements(table) where !present.contains(sql) { try db.execute(sql) }
-        }
-
-        // 6. Clear references to objects that were deleted with their entity.
-        if mapping.removesObjects {
-            for table in newSchema.tables.values.sorted(by: { $0.name < $1.name }) {
-                for column in table.columns {
-                    guard case .foreignKey(let relationship) = column,
-                        let destination = newSchema.table(for: relationship.destination)
-                    else { continue }
-                    try db.execute(
-                        "UPDATE \(quote(table.name)) SET \(quote(column.name)) = NULL WHERE \(quote(column.name)) IS NOT NULL AND \(quote(column.name)) NOT IN (SELECT \"_pk\" FROM \(quote(destination.name)))"
-                    )
-                }
-            }
-            for join in newSchema.joinTables {
-                guard let source = newSchema.table(for: join.sourceEntity),
-                    let target = newSchema.table(for: join.targetEntity)
-                else { continue }
-                try db.execute(
-                    "DELETE FROM \(quote(join.name)) WHERE \"source\" NOT IN (SELECT \"_pk\" FROM \(quote(source.name))) OR \"target\" NOT IN (SELECT \"_pk\" FROM \(quote(target.name)))"
-                )
-            }
+            for sql in plan.indexStatements(table) where !present.contains(sql) { try db.execute(sql) }
         }
     }
 
-    /// Where each join table of `newSchema` takes its rows from: the old join table (and whether
-    /// its source and target columns swap), and whether it is the old one kept as it is; and the
-    /// old join tables used.
-    static func joinSources(step: MigrationStep, oldSchema: SQLiteSchema, newSchema: SQLiteSchema) -> (
-        [(JoinTableDescription, old: String?, swapped: Bool, keep: Bool)], Set<String>
-    ) {
-        var joinActions: [(JoinTableDescription, old: String?, swapped: Bool, keep: Bool)] = []
-        var consumedJoins: Set<String> = []
-        let mapping = step.mapping
-        for join in newSchema.joinTables {
-            var source: (String, Bool)?
-            if let oldEntity = mapping.entities[join.sourceEntity],
-                let oldName = mapping.relationships[join.sourceEntity]?[join.sourceRelationship] ?? nil,
-                case .joinTable(let oldJoin, let wasSource)? = step.old.storage(of: oldName, in: oldEntity),
-                oldSchema.joinTables.contains(where: { $0.name == oldJoin.name }), !consumedJoins.contains(oldJoin.name)
-            {
-                source = (oldJoin.name, !wasSource)
-                consumedJoins.insert(oldJoin.name)
-            }
-            let keep = source.map { $0.0 == join.name && !$0.1 } ?? false
-            joinActions.append((join, source?.0, source?.1 ?? false, keep))
-        }
-        return (joinActions, consumedJoins)
-    }
-
-    /// Where the values of `column` come from for rows of new entity `entity`.
-    static func source(
-        of column: SQLiteSchema.Column, for entity: String, step: MigrationStep, newSchema: SQLiteSchema
-    ) -> MigrationMapping.Source {
-        guard (newSchema.columnsByEntity[entity] ?? []).contains(where: { $0.name == column.name }) else {
-            return .null
-        }
-        switch column {
-        case .attribute(let attribute):
-            return step.mapping.attributes[entity]?[attribute.name] ?? .null
-        case .foreignKey(let relationship):
-            guard let oldName = step.mapping.relationships[entity]?[relationship.name] ?? nil else { return .null }
-            return .old(oldName)
+    /// The indexes made for `table` (not those SQLite makes itself), with their SQL.
+    private static func indexes(of table: String, db: SQLiteConnection) throws(SQLiteError) -> [(
+        name: String, sql: String
+    )] {
+        try sqlite {
+            try db.query(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
+                [.text(table)]
+            ) { ($0.text(0), $0.text(1)) }
         }
     }
 
@@ -288,7 +238,7 @@ enum SQLiteMigrator {
         for column in table.columns {
             let existed = oldColumns[column.name] != nil
             for entity in matched {
-                switch source(of: column, for: entity, step: step, newSchema: newSchema) {
+                switch step.source(of: column, for: entity, newSchema: newSchema) {
                 case .old(let name), .coalesce(let name, _):
                     if name != column.name || !existed { return false }
                 case .value, .null: break
@@ -326,7 +276,7 @@ enum SQLiteMigrator {
         for column in table.columns {
             for entity in matched {
                 let had = (oldSchema.columnsByEntity[entity] ?? []).contains { $0.name == column.name }
-                switch source(of: column, for: entity, step: step, newSchema: newSchema) {
+                switch step.source(of: column, for: entity, newSchema: newSchema) {
                 case .value(let value):
                     try db.run(
                         "UPDATE \(name) SET \(quote(column.name)) = ? WHERE \"_entity\" = ?",
@@ -345,63 +295,6 @@ enum SQLiteMigrator {
                 }
             }
         }
-    }
-
-    /// Copies the rows of `old` (renamed out of the way) into the new `table`, mapping entities and columns.
-    private static func copy(
-        into table: SQLiteSchema.Table, from old: SQLiteSchema.Table, step: MigrationStep, newSchema: SQLiteSchema,
-        oldSchema: SQLiteSchema, db: SQLiteConnection
-    ) throws(SQLiteError) {
-        let matched = table.entities.filter { step.mapping.entities[$0] != nil }
-        guard !matched.isEmpty else { return }
-        var names = ["\"_pk\"", "\"_entity\"", "\"_version\""]
-        var expressions = ["\"_pk\""]
-        var arguments: [SQLiteValue] = []
-        let renames = matched.filter { step.mapping.entities[$0] != $0 }
-        if renames.isEmpty {
-            expressions.append("\"_entity\"")
-        } else {
-            var expression = "CASE \"_entity\""
-            for entity in renames {
-                expression += " WHEN ? THEN ?"
-                arguments += [.text(step.mapping.entities[entity]!), .text(entity)]
-            }
-            expressions.append(expression + " ELSE \"_entity\" END")
-        }
-        expressions.append("\"_version\"")
-        let oldColumns = Set(old.columns.map(\.name))
-        func sql(_ source: MigrationMapping.Source) -> (String, [SQLiteValue]) {
-            switch source {
-            case .old(let name): oldColumns.contains(name) ? (quote(name), []) : ("NULL", [])
-            case .coalesce(let name, let value):
-                oldColumns.contains(name)
-                    ? ("COALESCE(\(quote(name)), ?)", [SQLiteSchema.encode(value)])
-                    : ("?", [SQLiteSchema.encode(value)])
-            case .value(let value): ("?", [SQLiteSchema.encode(value)])
-            case .null: ("NULL", [])
-            }
-        }
-        for column in table.columns {
-            names.append(quote(column.name))
-            let parts = matched.map { sql(source(of: column, for: $0, step: step, newSchema: newSchema)) }
-            if parts.allSatisfy({ $0.0 == parts[0].0 && $0.1 == parts[0].1 }) {
-                expressions.append(parts[0].0)
-                arguments += parts[0].1
-            } else {
-                var expression = "CASE \"_entity\""
-                for (entity, part) in zip(matched, parts) {
-                    expression += " WHEN ? THEN \(part.0)"
-                    arguments.append(.text(step.mapping.entities[entity]!))
-                    arguments += part.1
-                }
-                expressions.append(expression + " ELSE NULL END")
-            }
-        }
-        let oldNames = matched.map { step.mapping.entities[$0]! }
-        arguments += oldNames.map { .text($0) }
-        try db.run(
-            "INSERT INTO \(quote(table.name)) (\(names.joined(separator: ", "))) SELECT \(expressions.joined(separator: ", ")) FROM \(quote(oldTablePrefix + old.name)) WHERE \"_entity\" IN (\(oldNames.map { _ in "?" }.joined(separator: ", ")))",
-            arguments)
     }
 
     /// Runs an SQLite call that throws untyped errors, rethrowing its `SQLiteError`.
@@ -432,16 +325,14 @@ final class SQLitePreparedMigration: PreparedMigration {
 
     func keep(_ record: MigrationRecord) throws(StoreError) {
         do {
-            try db.run(
-                "INSERT OR REPLACE INTO \(SQLiteStore.metadataTable) (key, value) VALUES (?, ?)",
-                [.text(SQLiteStore.migrationRecordKey), .text(record.text)])
+            try SQLiteMigrator.steps(db).setMetadata(SQLiteStore.migrationRecordKey, record.text)
         } catch {
             throw error.storeError("cannot record the migration of several stores", url: url)
         }
     }
 
     func forgetRecord() {
-        try? db.run("DELETE FROM \(SQLiteStore.metadataTable) WHERE key = ?", [.text(SQLiteStore.migrationRecordKey)])
+        try? SQLiteMigrator.steps(db).setMetadata(SQLiteStore.migrationRecordKey, nil)
     }
 
     /// Commits the migration.

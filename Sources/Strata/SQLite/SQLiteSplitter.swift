@@ -82,181 +82,40 @@ enum SQLiteSplitter {
         progress: ((SplitProgress) -> Void)? = nil
     ) throws(StoreError) -> SplitReport {
         let started = Date()
-        let configurations = model.configurations.map(\.name)
-        guard !configurations.isEmpty else {
-            throw StoreError(
-                .invalidRequest, "the model declares no configurations; there is nothing to split into",
-                storeURL: source)
-        }
-        let unknown = targets.keys.filter { !configurations.contains($0) }.sorted()
-        guard unknown.isEmpty else {
-            throw StoreError(
-                .unknownConfiguration,
-                "the model has no configuration \(unknown.map { "'\($0)'" }.joined(separator: ", ")) (it has: \(configurations.joined(separator: ", ")))"
-            )
-        }
-        let missing = configurations.filter { targets[$0] == nil }
-        guard missing.isEmpty else {
-            throw StoreError(
-                .invalidRequest,
-                "every configuration needs a target store; missing: \(missing.joined(separator: ", ")) (skip one with --skip, which still needs its path)"
-            )
-        }
-        let unknownSkips = options.skip.filter { targets[$0] == nil }.sorted()
-        guard unknownSkips.isEmpty else {
-            throw StoreError(.invalidRequest, "cannot skip \(unknownSkips.joined(separator: ", ")): no such target")
-        }
-        guard options.chunkSize > 0 else { throw StoreError(.invalidRequest, "the chunk size must be positive") }
-        var seen: [String: String] = [canonical(source): "the source"]
-        for configuration in configurations {
-            let path = canonical(targets[configuration]!)
-            if let other = seen[path] {
-                throw StoreError(
-                    .duplicateStore,
-                    "\(targets[configuration]!.path) is both \(other) and the target of '\(configuration)'; every store needs its own file",
-                    storeURL: targets[configuration])
-            }
-            seen[path] = "the target of '\(configuration)'"
-        }
-
-        // The source: a Default store of this model.
+        let configurations = try checkTargets(targets, of: model, source: source, options: options)
         let sourceFile = try SQLiteStore.snapshot(of: source)
-        guard let sourceValues = SQLiteStore.metadataValues(in: sourceFile) else {
-            throw StoreError(.incompatibleModel, "the source is not a Strata store", storeURL: source)
-        }
-        let sourceMetadata = try SQLiteStore.metadata(from: sourceValues, url: source)
-        if let configuration = sourceMetadata.configuration {
-            throw StoreError(
-                .invalidRequest,
-                "the store is already split: it holds only configuration '\(configuration)'; there is nothing to split",
-                storeURL: source)
-        }
-        let modelHashes = model.entityVersionHashes
-        guard sourceMetadata.entityHashes == modelHashes else {
-            throw StoreError(
-                .incompatibleModel,
-                SQLiteStore.describeDifferences(stored: sourceMetadata.entityHashes, model: modelHashes)
-                    + "; split it with the model it was written with (or migrate a copy of it first)",
-                storeURL: source)
-        }
+        let sourceIdentifier = try checkSource(sourceFile, at: source, model: model)
         let sourceSchema = SQLiteSchema(model: model, entities: model.entityNames)
-
-        // Every entity with objects goes to exactly one store.
-        for entity in model.entityNames {
-            let holders = model.configurations(containing: entity)
-            let written = holders.filter { !options.skip.contains($0) }
-            if written.count > 1 {
-                throw StoreError(
-                    .invalidRequest,
-                    "entity '\(entity)' belongs to configurations \(written.joined(separator: ", ")); a split cannot tell which store its objects go to (skip all but one)",
-                    entity: entity)
-            }
-            if holders.isEmpty, let table = sourceSchema.table(for: entity) {
-                let rows = sqliteCount(
-                    sourceFile, "SELECT count(*) FROM \(quote(table.name)) WHERE \"_entity\" = ?", [.text(entity)])
-                if rows > 0 {
-                    throw StoreError(
-                        .invalidRequest,
-                        "entity '\(entity)' belongs to no configuration; its \(rows) objects would be lost",
-                        entity: entity)
-                }
-            }
-        }
+        try checkEveryEntityHasOneStore(model: model, source: sourceFile, sourceSchema: sourceSchema, options: options)
 
         // Look at every target before writing anything.
         var states: [Target] = []
         for configuration in configurations {
-            let url = targets[configuration]!
-            let entities = model.entityNames(inConfiguration: configuration)!
             let target = Target(
-                configuration: configuration, url: url, schema: SQLiteSchema(model: model, entities: entities),
+                configuration: configuration, url: targets[configuration]!,
+                schema: SQLiteSchema(model: model, entities: model.entityNames(inConfiguration: configuration)!),
                 skipped: options.skip.contains(configuration))
-            try inspectTarget(target, sourceIdentifier: sourceMetadata.identifier, model: model, source: source)
+            try inspectTarget(target, sourceIdentifier: sourceIdentifier, model: model, source: source)
             states.append(target)
         }
         if states.allSatisfy(\.isComplete) {
             return SplitReport(
-                outcome: .alreadySplit, sourceIdentifier: sourceMetadata.identifier,
+                outcome: .alreadySplit, sourceIdentifier: sourceIdentifier,
                 targets: states.map { report(for: $0) }, rowsCopied: 0, seconds: Date().timeIntervalSince(started))
         }
         let resumed = states.contains { $0.values != nil && !$0.isComplete }
-
-        // Create the new targets.
         for target in states where target.values == nil {
-            try create(
-                target, sourceIdentifier: sourceMetadata.identifier, source: source, model: model, options: options)
+            try create(target, sourceIdentifier: sourceIdentifier, source: source, model: model, options: options)
         }
 
-        // Count what there is to copy, and what is there already.
-        var total = 0
-        var copied = 0
-        for target in states where !target.skipped {
-            for table in target.schema.tables.values {
-                let (filter, arguments) = entityFilter(table, sourceSchema: sourceSchema)
-                total += sqliteCount(sourceFile, "SELECT count(*) FROM \(quote(table.name))\(filter)", arguments)
-            }
-            for join in target.schema.joinTables {
-                total += sqliteCount(sourceFile, "SELECT count(*) FROM \(quote(join.name))", [])
-            }
-            if target.isComplete {
-                copied += target.schema.tables.keys.reduce(0) { $0 + targetCount(target, $1) }
-                copied += target.schema.joinTables.reduce(0) { $0 + targetCount(target, $1.name) }
-            }
-        }
-        var rowsCopied = 0
-        for target in states where !target.isComplete {
-            try open(target, options: options)
-            var last = progressRecord(target)
-            copied += target.schema.tables.keys.reduce(0) { $0 + targetCount(target, $1) }
-            copied += target.schema.joinTables.reduce(0) { $0 + targetCount(target, $1.name) }
-            progress?(
-                SplitProgress(
-                    phase: .copying, configuration: target.configuration, table: nil, copiedRows: copied,
-                    totalRows: total))
-            for table in target.schema.tables.values.sorted(by: { $0.name < $1.name }) {
-                while true {
-                    let count = try copyChunk(
-                        table, target: target, source: sourceFile, sourceSchema: sourceSchema, last: &last,
-                        chunkSize: options.chunkSize)
-                    copied += count
-                    rowsCopied += count
-                    if count > 0 {
-                        progress?(
-                            SplitProgress(
-                                phase: .copying, configuration: target.configuration, table: table.name,
-                                copiedRows: copied, totalRows: total))
-                    }
-                    if count < options.chunkSize { break }
-                }
-            }
-            for join in target.schema.joinTables {
-                while true {
-                    let count = try copyJoinChunk(
-                        join, target: target, source: sourceFile, last: &last, chunkSize: options.chunkSize)
-                    copied += count
-                    rowsCopied += count
-                    if count > 0 {
-                        progress?(
-                            SplitProgress(
-                                phase: .copying, configuration: target.configuration, table: join.name,
-                                copiedRows: copied, totalRows: total))
-                    }
-                    if count < options.chunkSize { break }
-                }
-            }
-            progress?(
-                SplitProgress(
-                    phase: .verifying, configuration: target.configuration, table: nil, copiedRows: copied,
-                    totalRows: total))
-            try finish(target, source: sourceFile, sourceSchema: sourceSchema)
-        }
-        progress?(
-            SplitProgress(
-                phase: .finished, configuration: states.last!.configuration, table: nil, copiedRows: copied,
-                totalRows: total))
+        var run = CopyRun(source: sourceFile, sourceSchema: sourceSchema, options: options, progress: progress)
+        run.countRows(of: states)
+        for target in states where !target.isComplete { try run.copy(into: target) }
+        run.report(.finished, states.last!)
         return SplitReport(
-            outcome: resumed ? .resumed : .split, sourceIdentifier: sourceMetadata.identifier,
-            targets: states.map { report(for: $0) }, rowsCopied: rowsCopied, seconds: Date().timeIntervalSince(started))
+            outcome: resumed ? .resumed : .split, sourceIdentifier: sourceIdentifier,
+            targets: states.map { report(for: $0) }, rowsCopied: run.rowsCopied,
+            seconds: Date().timeIntervalSince(started))
     }
 
     /// Reads an existing target's metadata; refuses a file that is another store.

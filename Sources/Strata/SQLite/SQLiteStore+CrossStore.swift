@@ -13,15 +13,7 @@ extension SQLiteStore {
         do {
             if let participation = changes.participation {
                 try createNoteTables(db)
-                if let record = participation.record {
-                    try db.run(
-                        "INSERT OR REPLACE INTO \(Self.recordsTable) (id, record) VALUES (?, ?)",
-                        [.text(record.saveID), .text(record.text)])
-                } else {
-                    try db.run(
-                        "INSERT OR REPLACE INTO \(Self.appliedTable) (id, commit_point) VALUES (?, ?)",
-                        [.text(participation.saveID), .text(participation.commitPoint)])
-                }
+                try writeParticipation(participation, records: Self.recordsTable, applied: Self.appliedTable, db)
             }
             try deleteNotes(changes.housekeeping, db)
         } catch {

@@ -208,7 +208,7 @@ extension SQLiteStore {
     }
 
     /// The row and its to-many relationships in one snapshot (every read is in one transaction):
-    /// in one statement when the schema has one for the entity (``SQLiteSchema/selectWithToMany``).
+    /// in one statement when the schema has one for the entity (`SQLiteSchema.selectWithToMany`).
     public func rowWithToMany(for id: ObjectID, model: ObjectModel) throws(StoreError) -> StoreRow? {
         guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey else { return nil }
         if let keyed = schema.selectWithToMany[id.entityName], entityNames.contains(id.entityName) {

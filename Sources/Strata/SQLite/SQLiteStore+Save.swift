@@ -65,259 +65,14 @@ extension SQLiteStore {
         }
     }
 
-    private func table(for id: ObjectID) throws(StoreError) -> SQLiteSchema.Table {
-        guard id.storeIdentifier == metadata.identifier, id.primaryKey != nil, entityNames.contains(id.entityName),
-            let table = schema.table(for: id.entityName)
-        else {
-            throw StoreError(
-                .invalidRequest, "object \(id) does not belong to this store", storeURL: url, entity: id.entityName)
-        }
-        return table
-    }
-
-    private func foreignKey(_ value: ObjectID?, _ relationship: RelationshipDescription) throws(StoreError)
-        -> SQLiteValue
-    {
-        try foreignKey(value, name: relationship.name, destination: relationship.destination)
-    }
-
-    private func foreignKey(_ value: ObjectID?, name: String, destination: String) throws(StoreError) -> SQLiteValue {
-        guard let value else { return .null }
-        guard value.storeIdentifier == metadata.identifier, let pk = value.primaryKey,
-            value.entityName == destination || model.entity(value.entityName, isKindOf: destination)
-        else {
-            throw StoreError(
-                .invalidRequest, "'\(name)' must refer to a \(destination) in the same store, not \(value)",
-                storeURL: url, entity: destination, fields: [name])
-        }
-        return .integer(pk)
-    }
-
-    /// Writes every change inside the open transaction and returns the new versions.
+    /// Writes every change inside the open transaction and returns the new versions (see
+    /// `writeChanges(_:_:)`, whose every failure is a store error: SQLite's own are turned into
+    /// one where they happen, naming the entity written).
     private func apply(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) -> [ObjectID: Int64] {
-        var versions: [ObjectID: Int64] = [:]
-        var current: [ObjectID: Int64?] = [:]
-        // Optimistic locking: check every expected version before writing anything.
-        var conflicts: [VersionConflict] = []
-        let checks =
-            changes.updates.map { ($0.id, $0.expectedVersion) } + changes.deletes.map { ($0.id, $0.expectedVersion) }
-        for (id, expected) in checks {
-            let table = try table(for: id)
-            let stored = try sqlite {
-                try db.query(
-                    "SELECT \"_version\" FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?",
-                    [.integer(id.primaryKey!)]
-                ) {
-                    $0.int64(0)
-                }.first
-            }
-            current[id] = stored
-            if let expected, stored != expected {
-                conflicts.append(VersionConflict(id: id, expectedVersion: expected, storedVersion: stored))
-            } else if stored == nil {
-                throw StoreError(
-                    .notFound, "object \(id) does not exist in the store", storeURL: url, entity: id.entityName)
-            }
-        }
-        if !conflicts.isEmpty {
-            throw StoreError(
-                .conflict,
-                "objects changed since they were read: " + conflicts.map(\.description).joined(separator: "; "),
-                storeURL: url, conflicts: conflicts)
-        }
-        // One prepared INSERT per entity, bound value by value: no SQL text or argument array per row.
-        // Its columns are the entity's attributes in layout order, then its foreign keys.
-        var inserts: [String: (statement: SQLiteStatement, plan: SQLiteSchema.RowPlan)] = [:]
-        versions.reserveCapacity(changes.inserts.count + changes.updates.count)
-        /// The INSERT of `entity` and its plan, prepared on first use.
-        func prepared(_ entity: String, _ id: ObjectID) throws(StoreError) -> (SQLiteStatement, SQLiteSchema.RowPlan) {
-            if let known = inserts[entity] { return known }
-            _ = try table(for: id)
-            guard let plan = schema.rowPlans[entity] else {
-                throw StoreError(.invalidRequest, "the store does not hold \(entity)", storeURL: url, entity: entity)
-            }
-            do {
-                let made = (statement: try db.statement(schema.insertByEntity[entity]!), plan: plan)
-                inserts[entity] = made
-                return made
-            } catch {
-                throw storeError(error, entity: entity)
-            }
-        }
-        /// Writes one row. The row is borrowed from the request, and the statement and plan are
-        /// those of its run: copying either for each row cost a retain and a release of
-        /// everything it holds.
-        func insert(
-            _ row: borrowing StoreRow, _ pk: Int64, _ entity: String, _ statement: SQLiteStatement,
-            _ plan: borrowing SQLiteSchema.RowPlan
-        ) throws(StoreError) {
-            do {
-                try statement.bind(.integer(pk), at: 1)
-                try statement.bind(.text(entity), at: 2)
-                try statement.bind(.integer(1), at: 3)
-                var index: Int32 = 4
-                let positional = row.attributes.follows(plan.layout)
-                for (position, name) in plan.layout.names.enumerated() {
-                    let value = positional ? row.attributes[position: position] : row.attributes[name]
-                    try statement.bind(SQLiteSchema.encode(value ?? .null), at: index)
-                    index += 1
-                }
-                for (_, column) in plan.foreignKeys {
-                    let target = try foreignKey(
-                        row.toOne[column.name] ?? nil, name: column.name, destination: column.destination)
-                    try statement.bind(target, at: index)
-                    index += 1
-                }
-                defer { statement.reset() }
-                while try statement.step() {}
-            } catch let error as SQLiteError {
-                throw storeError(error, entity: entity)
-            } catch let error as StoreError {
-                throw error
-            } catch {
-                throw StoreError(.io, "SQLite write failed: \(error)", storeURL: url, entity: entity)
-            }
-            versions[row.id] = 1
-        }
-        // Inserts come in runs of one entity (one home): each run finds its statement once.
-        let rows = changes.inserts
-        var next = 0
-        while next < rows.count {
-            let home = rows[next].id.home
-            let entity = home.entityName
-            guard home.storeIdentifier == metadata.identifier else {
-                _ = try table(for: rows[next].id)  // throws: the ID does not belong to this store
-                next += 1
-                continue
-            }
-            let (statement, plan) = try prepared(entity, rows[next].id)
-            repeat {
-                guard let pk = rows[next].id.primaryKey else {
-                    _ = try table(for: rows[next].id)  // throws: a temporary ID
-                    next += 1
-                    continue
-                }
-                try insert(rows[next], pk, entity, statement, plan)
-                next += 1
-            } while next < rows.count && rows[next].id.home === home
-        }
-        for update in changes.updates {
-            let table = try table(for: update.id)
-            var assignments: [String] = []
-            var arguments: [SQLiteValue] = []
-            for (name, value) in update.attributes.sorted(by: { $0.key < $1.key }) {
-                guard let attribute = model.attribute(name, of: update.id.entityName) else {
-                    throw StoreError(
-                        .invalidRequest, "'\(update.id.entityName)' has no attribute '\(name)'", storeURL: url,
-                        entity: update.id.entityName, fields: [name])
-                }
-                assignments.append("\(SQLiteSchema.quote(attribute.name)) = ?")
-                arguments.append(SQLiteSchema.encode(value))
-            }
-            for (name, value) in update.toOne.sorted(by: { $0.key < $1.key }) {
-                guard let relationship = model.relationship(name, of: update.id.entityName), !relationship.isToMany
-                else {
-                    throw StoreError(
-                        .invalidRequest, "'\(update.id.entityName)' has no to-one relationship '\(name)'",
-                        storeURL: url, entity: update.id.entityName, fields: [name])
-                }
-                assignments.append("\(SQLiteSchema.quote(name)) = ?")
-                arguments.append(try foreignKey(value, relationship))
-            }
-            assignments.append("\"_version\" = \"_version\" + 1")
-            arguments.append(.integer(update.id.primaryKey!))
-            let sql =
-                "UPDATE \(SQLiteSchema.quote(table.name)) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = ?"
-            try write(db, sql, arguments, entity: update.id.entityName)
-            versions[update.id] = ((current[update.id] ?? nil) ?? 0) + 1
-        }
-        try writeToMany(changes, db)
-        for deletion in changes.deletes {
-            let table = try table(for: deletion.id)
-            let pk = SQLiteValue.integer(deletion.id.primaryKey!)
-            try write(
-                db, "DELETE FROM \(SQLiteSchema.quote(table.name)) WHERE \"_pk\" = ?", [pk],
-                entity: deletion.id.entityName)
-            for join in schema.joinTables {
-                if model.entity(deletion.id.entityName, isKindOf: join.sourceEntity) {
-                    try write(
-                        db, "DELETE FROM \(SQLiteSchema.quote(join.name)) WHERE \"source\" = ?", [pk],
-                        entity: deletion.id.entityName)
-                }
-                if model.entity(deletion.id.entityName, isKindOf: join.targetEntity) {
-                    try write(
-                        db, "DELETE FROM \(SQLiteSchema.quote(join.name)) WHERE \"target\" = ?", [pk],
-                        entity: deletion.id.entityName)
-                }
-            }
-        }
-        return versions
-    }
-
-    /// Writes join-table relationships (see ``JoinTableEdit``).
-    private func writeToMany(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) {
-        let edits = try JoinTableEdit.plan(changes, model: model, storeURL: url) {
-            (target: ObjectID, relationship: RelationshipDescription) throws(StoreError) in
-            _ = try foreignKey(target, relationship)
-        }
-        for edit in edits {
-            switch edit {
-            case .setTargets(let join, let source, let targets):
-                // Pairs that stay keep their place in the other side's order.
-                let table = SQLiteSchema.quote(join.name)
-                let keep = targets.map { _ in "?" }.joined(separator: ", ")
-                try write(
-                    db,
-                    "DELETE FROM \(table) WHERE \"source\" = ?"
-                        + (targets.isEmpty ? "" : " AND \"target\" NOT IN (\(keep))"),
-                    [.integer(source)] + targets.map { .integer($0) }, entity: join.sourceEntity)
-                let targetPosition =
-                    join.isTargetOrdered
-                    ? (
-                        "\"target_position\", ",
-                        "(SELECT coalesce(max(\"target_position\"), -1) + 1 FROM \(table) WHERE \"target\" = ?), "
-                    )
-                    : ("", "")
-                for (position, target) in targets.enumerated() {
-                    try write(
-                        db,
-                        "INSERT INTO \(table) (\"source\", \"target\", \(targetPosition.0)\"position\") VALUES (?, ?, \(targetPosition.1)?) "
-                            + "ON CONFLICT (\"source\", \"target\") DO UPDATE SET \"position\" = excluded.\"position\"",
-                        [.integer(source), .integer(target)] + (join.isTargetOrdered ? [.integer(target)] : [])
-                            + [.integer(Int64(position))], entity: join.sourceEntity)
-                }
-            case .setSources(let join, let target, let sources):
-                // Pairs that stay keep their place in the source side's order; new ones go last.
-                let table = SQLiteSchema.quote(join.name)
-                let keep = sources.map { _ in "?" }.joined(separator: ", ")
-                try write(
-                    db,
-                    "DELETE FROM \(table) WHERE \"target\" = ?"
-                        + (sources.isEmpty ? "" : " AND \"source\" NOT IN (\(keep))"),
-                    [.integer(target)] + sources.map { .integer($0) }, entity: join.targetEntity)
-                for (position, source) in sources.enumerated() {
-                    try write(
-                        db,
-                        "INSERT OR IGNORE INTO \(table) (\"source\", \"target\", \"position\") VALUES (?, ?, (SELECT coalesce(max(\"position\"), -1) + 1 FROM \(table) WHERE \"source\" = ?))",
-                        [.integer(source), .integer(target), .integer(source)], entity: join.targetEntity)
-                    if join.isTargetOrdered {
-                        try write(
-                            db, "UPDATE \(table) SET \"target_position\" = ? WHERE \"source\" = ? AND \"target\" = ?",
-                            [.integer(Int64(position)), .integer(source), .integer(target)], entity: join.targetEntity)
-                    }
-                }
-            }
-        }
-    }
-
-    /// Runs a write, turning a UNIQUE failure into `.uniqueViolation` naming the fields.
-    private func write(_ db: SQLiteConnection, _ sql: String, _ arguments: [SQLiteValue], entity: String)
-        throws(StoreError)
-    {
         do {
-            try db.run(sql, arguments)
+            return try writeChanges(changes, db)
         } catch {
-            throw storeError(error, entity: entity)
+            throw error as? StoreError ?? StoreError(.io, "SQLite write failed: \(error)", storeURL: url)
         }
     }
 
@@ -329,9 +84,7 @@ extension SQLiteStore {
                 error.message.components(separatedBy: ": ").last?.components(separatedBy: ", ").map {
                     String($0.split(separator: ".").last ?? Substring($0))
                 } ?? []
-            return StoreError(
-                .uniqueViolation, "another \(entity) already has the same \(fields.joined(separator: " and "))",
-                storeURL: url, entity: entity, fields: fields, underlying: error)
+            return uniqueViolation(entity, fields, error)
         }
         return writeError(error, "SQLite write failed", entity: entity)
     }
@@ -370,4 +123,53 @@ extension SQLiteStore {
             throw writeError(error, "cannot commit")
         }
     }
+}
+
+extension SQLiteStore: SQLStore {
+    var layout: SQLiteSchema { schema }
+    var dialect: SQLiteDialect { SQLiteDialect() }
+
+    /// Reads each version with its own prepared `SELECT` (the writer holds the file: nothing
+    /// needs locking).
+    func storedVersions(_ keys: [(table: String, keys: [Int64])], _ db: SQLiteConnection) throws(StoreError)
+        -> [String: [Int64: Int64]]
+    {
+        var stored: [String: [Int64: Int64]] = [:]
+        for (table, keys) in keys {
+            let sql = "SELECT \"_version\" FROM \(SQLiteSchema.quote(table)) WHERE \"_pk\" = ?"
+            for key in keys {
+                let version = try sqlite { try db.query(sql, [.integer(key)]) { $0.int64(0) }.first }
+                if let version { stored[table, default: [:]][key] = version }
+            }
+        }
+        return stored
+    }
+
+    /// One prepared INSERT per entity (cached by its connection), bound value by value and
+    /// stepped once per row: no SQL text or argument array per row.
+    func insert(
+        _ rows: [StoreRow], _ range: Range<Int>, entity: String, plan: SQLiteSchema.RowPlan, _ db: SQLiteConnection
+    ) throws {
+        let statement: SQLiteStatement
+        do {
+            statement = try db.statement(schema.insertByEntity[entity]!)
+        } catch {
+            throw storeError(error, entity: entity)
+        }
+        for index in range {
+            do {
+                var parameter: Int32 = 1
+                try insertValues(of: rows[index], rows[index].id.primaryKey!, entity: entity, plan: plan) {
+                    try statement.bind($0, at: parameter)
+                    parameter += 1
+                }
+                defer { statement.reset() }
+                while try statement.step() {}
+            } catch let error as SQLiteError {
+                throw storeError(error, entity: entity)
+            }
+        }
+    }
+
+    func writeFailure(_ error: SQLiteError, entity: String) -> any Error { storeError(error, entity: entity) }
 }

@@ -110,17 +110,11 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
                     storeURL: url)
             }
             if found.entityHashes != hashes {
-                let plan = SQLiteMigrator.plan(
-                    values: values, storedHashes: found.entityHashes, configuration: self.configuration, model: model,
-                    history: options.modelHistory, url: url)
-                guard options.migrate, !options.readOnly else {
-                    throw StoreError(
-                        .incompatibleModel, Self.incompatibility(stored: found.entityHashes, model: hashes, plan: plan),
-                        storeURL: url)
-                }
-                guard plan.isPossible else { throw StoreError(.incompatibleModel, plan.refusalMessage, storeURL: url) }
+                let target = try SQLMigrationTarget(
+                    values: values, found: found, model: model, configuration: self.configuration, hashes: hashes,
+                    options: options, url: url)
                 try SQLiteMigrator.migrate(
-                    plan, model: model, configuration: self.configuration, db: writer, url: url)
+                    target.plan, model: model, configuration: self.configuration, db: writer, url: url)
                 metadata = StoreMetadata(
                     identifier: found.identifier, configuration: found.configuration, modelVersion: model.version,
                     entityHashes: hashes)

@@ -43,18 +43,11 @@ struct SQLiteStoreKind: StoreKind {
         guard found.configuration == configuration, found.entityHashes != hashes,
             values[SQLiteStore.splitStateKey] != SQLiteStore.splitStateCopying
         else { return nil }
-        let plan = SQLiteMigrator.plan(
-            values: values, storedHashes: found.entityHashes, configuration: configuration, model: model,
-            history: description.options.modelHistory, url: url)
-        guard description.options.migrate, !description.options.readOnly else {
-            throw StoreError(
-                .incompatibleModel, SQLiteStore.incompatibility(stored: found.entityHashes, model: hashes, plan: plan),
-                storeURL: url)
-        }
-        guard plan.isPossible else { throw StoreError(.incompatibleModel, plan.refusalMessage, storeURL: url) }
         return SQLitePendingMigration(
-            db: db, plan: plan, model: model, configuration: configuration, url: url, storeIdentifier: found.identifier,
-            targetHashes: hashes)
+            db: db,
+            target: try SQLMigrationTarget(
+                values: values, found: found, model: model, configuration: configuration, hashes: hashes,
+                options: description.options, url: url))
     }
 
     func storedState(of description: StoreDescription) throws(StoreError) -> StoredState? {
@@ -124,27 +117,18 @@ struct SQLiteStoreKind: StoreKind {
 /// A migration of an SQLite store, on its own connection.
 final class SQLitePendingMigration: PendingMigration {
     let db: SQLiteConnection
-    let plan: MigrationPlan
-    let model: ObjectModel
-    let configuration: String?
-    let url: URL
-    let storeIdentifier: String
-    let targetHashes: [String: String]
+    let target: SQLMigrationTarget
+    var storeIdentifier: String { target.storeIdentifier }
+    var targetHashes: [String: String] { target.targetHashes }
+    var plan: MigrationPlan { target.plan }
 
-    init(
-        db: SQLiteConnection, plan: MigrationPlan, model: ObjectModel, configuration: String?, url: URL,
-        storeIdentifier: String, targetHashes: [String: String]
-    ) {
+    init(db: SQLiteConnection, target: SQLMigrationTarget) {
         self.db = db
-        self.plan = plan
-        self.model = model
-        self.configuration = configuration
-        self.url = url
-        self.storeIdentifier = storeIdentifier
-        self.targetHashes = targetHashes
+        self.target = target
     }
 
     func prepare() throws(StoreError) -> any PreparedMigration {
-        try SQLiteMigrator.prepare(plan, model: model, configuration: configuration, db: db, url: url)
+        try SQLiteMigrator.prepare(
+            target.plan, model: target.model, configuration: target.configuration, db: db, url: target.url)
     }
 }

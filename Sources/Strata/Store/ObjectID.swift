@@ -16,7 +16,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
 
     /// Where IDs live: one entity in one store (or no store while temporary). Interned, so an ID
     /// is a reference and an integer: IDs are dictionary keys on every hot path, and comparing and
-    /// hashing them no longer touches the entity's name or the store's 36-character UUID.
+    /// hashing them does not touch the entity's name or the store's 36-character UUID.
     final class Home: Sendable {
         let entityName: String
         let storeIdentifier: String?

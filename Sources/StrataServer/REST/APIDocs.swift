@@ -1,11 +1,14 @@
+import CSwaggerUI
 import Foundation
 import Strata
 import StrataHTTP
 
-/// The interactive API docs at `/docs`: Swagger UI over the served OpenAPI document, from files
-/// taken at build time (`scripts/fetch-assets` extracts them, hash-checked, from the
-/// `drf-spectacular-sidecar` wheel on PyPI) and served from this machine only: no CDN, no
-/// fonts, no validator badge. Without the files, `/docs` is a plain page listing every operation.
+/// The interactive API docs at `/docs`: Swagger UI over the served OpenAPI document, served from
+/// this machine only (no CDN, no fonts, no validator badge). Its files are a pinned Swagger UI
+/// build vendored in the repository (`scripts/fetch-assets` takes them, hash-checked, from the
+/// `drf-spectacular-sidecar` wheel on PyPI) and embedded in the binary (the `CSwaggerUI` target), so
+/// `strata serve` has them with no step and no file beside it. A folder of other files may replace
+/// them; with none, `/docs` is a plain page listing every operation.
 public struct APIDocs: Sendable {
     /// The files under `/docs/`: name → (media type, bytes).
     let files: [String: (type: String, bytes: [UInt8])]
@@ -15,8 +18,8 @@ public struct APIDocs: Sendable {
     /// The files Swagger UI needs, and the licence notices shipped with them.
     static let names: [(name: String, type: String)] = [
         ("swagger-ui-bundle.js", "text/javascript; charset=utf-8"), ("swagger-ui.css", "text/css; charset=utf-8"),
-        ("favicon-32x32.png", "image/png"), ("LICENSE", "text/plain; charset=utf-8"),
-        ("swagger-ui-bundle.js.LICENSE.txt", "text/plain; charset=utf-8"), ("VERSION", "text/plain; charset=utf-8"),
+        ("LICENSE", "text/plain; charset=utf-8"), ("swagger-ui-bundle.js.LICENSE.txt", "text/plain; charset=utf-8"),
+        ("VERSION", "text/plain; charset=utf-8"),
     ]
 
     /// No assets: `/docs` is the plain page.
@@ -25,35 +28,45 @@ public struct APIDocs: Sendable {
         source = nil
     }
 
-    /// The assets in `directory/swagger-ui`.
+    /// The files embedded in the binary: the vendored Swagger UI build.
+    public static let embedded: APIDocs = {
+        var count = 0
+        guard let table = strata_swagger_ui_files(&count) else { return APIDocs() }
+        var bytes: [String: [UInt8]] = [:]
+        for file in UnsafeBufferPointer(start: table, count: count) {
+            bytes[String(cString: file.name)] = Array(
+                UnsafeBufferPointer(start: file.start, count: file.end - file.start))
+        }
+        return APIDocs(bytes: bytes, origin: "embedded")
+    }()
+
+    /// The assets in `directory/swagger-ui`, in place of the embedded ones.
+    /// - Parameter directory: a folder holding `swagger-ui/` with the files `scripts/fetch-assets` writes.
     /// - Throws: ``ServeError`` when the folder lacks one of the files.
     public init(directory: String) throws(ServeError) {
         let folder = URL(fileURLWithPath: directory).appendingPathComponent("swagger-ui")
-        var files: [String: (type: String, bytes: [UInt8])] = [:]
-        for (name, type) in Self.names {
+        var bytes: [String: [UInt8]] = [:]
+        for (name, _) in Self.names {
             guard let data = FileManager.default.contents(atPath: folder.appendingPathComponent(name).path) else {
                 throw ServeError(
-                    "the assets folder \(directory) has no swagger-ui/\(name); run scripts/fetch-assets \(directory)")
+                    "the assets folder \(directory) has no swagger-ui/\(name); run scripts/fetch-assets \(folder.path)")
             }
-            files[name] = (type, Array(data))
+            bytes[name] = Array(data)
         }
-        self.files = files
-        let version = String(decoding: files["VERSION"]?.bytes ?? [], as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        source = version.isEmpty ? folder.path : version
+        self.init(bytes: bytes, origin: folder.path)
     }
 
-    /// The assets found where a build or an image puts them, next to the executable
-    /// (`../share/strata/assets`, then `../assets`, which is `.build/assets` for a SwiftPM build);
-    /// none when neither has them.
-    public static func nearExecutable() -> APIDocs {
-        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
-        let base = executable.deletingLastPathComponent().deletingLastPathComponent()
-        for candidate in ["share/strata/assets", "assets"] {
-            let directory = base.appendingPathComponent(candidate).path
-            if let docs = try? APIDocs(directory: directory) { return docs }
+    /// The files with their media types; `source` is the VERSION file's first line, else `origin`.
+    private init(bytes: [String: [UInt8]], origin: String) {
+        var files: [String: (type: String, bytes: [UInt8])] = [:]
+        for (name, type) in Self.names {
+            if let data = bytes[name] { files[name] = (type, data) }
         }
-        return APIDocs()
+        self.files = files
+        let version =
+            String(decoding: files["VERSION"]?.bytes ?? [], as: UTF8.self)
+            .split(separator: "\n").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        source = version.isEmpty ? origin : version
     }
 
     /// The answer for `/docs` (`file` nil) or `/docs/<file>`.
@@ -74,12 +87,11 @@ public struct APIDocs: Sendable {
         <!DOCTYPE html>
         <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
         <title>API docs</title>
-        <link rel="icon" type="image/png" href="/docs/favicon-32x32.png">
         <link rel="stylesheet" href="/docs/swagger-ui.css">
         <style>body{margin:0}footer{font:12px sans-serif;color:#666;padding:8px 20px}</style>
         </head><body>
         <div id="swagger-ui"></div>
-        <footer>Swagger UI (\(ModelDiagram.xmlEscaped(source))), served by this server:
+        <footer>\(ModelDiagram.xmlEscaped(source)), served by this server:
         <a href="/docs/LICENSE">licence</a> · <a href="/docs/swagger-ui-bundle.js.LICENSE.txt">third-party notices</a>
         · <a href="/">home</a> · <a href="/openapi.yaml">OpenAPI document</a></footer>
         <script src="/docs/swagger-ui-bundle.js"></script>
@@ -95,9 +107,8 @@ public struct APIDocs: Sendable {
     /// Every operation of the document by tag, without JavaScript, when the assets are absent.
     private func fallbackPage(_ document: (@Sendable () -> (json: String, yaml: String))?) -> String {
         var body =
-            "<h1>API docs</h1>\n<p>The interactive docs need the Swagger UI assets: run "
-            + "<code>scripts/fetch-assets</code>, or start the server with <code>--assets-dir</code>. "
-            + "Meanwhile, every operation of the <a href=\"/openapi.yaml\">OpenAPI document</a>:</p>\n"
+            "<h1>API docs</h1>\n<p>This server was started without the interactive docs "
+            + "(<code>--assets-dir ''</code>). Every operation of the <a href=\"/openapi.yaml\">OpenAPI document</a>:</p>\n"
         let parsed = document.flatMap { try? JSONValue.parse(Array($0().json.utf8)) }
         var byTag: [(tag: String, rows: [String])] = []
         for (path, item) in (parsed?.objectValue?["paths"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {

@@ -106,8 +106,9 @@ public struct ServerOptions: Sendable {
     /// The PEM certificate chain and private key to serve HTTPS with (both, or neither).
     public var tlsCertificate: String?
     public var tlsKey: String?
-    /// The folder holding `swagger-ui/` for `/docs` (scripts/fetch-assets); nil: next to the
-    /// executable; empty, or when neither has them: `/docs` is a plain page.
+    /// A folder holding `swagger-ui/` (as scripts/fetch-assets writes it) to serve at `/docs` in
+    /// place of the Swagger UI build embedded in the binary; nil: the embedded one; empty: none,
+    /// and `/docs` is a plain page.
     public var assetsDirectory: String?
     /// The bounds on a request's shape (`--limit NAME=N`).
     public var limits = RequestLimits()

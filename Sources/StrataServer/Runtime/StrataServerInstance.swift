@@ -253,7 +253,7 @@ public final class StrataServerInstance: Sendable {
                 throw error
             }
         } else {
-            docs = APIDocs.nearExecutable()
+            docs = APIDocs.embedded
         }
         do {
             let rest = try RESTService(

@@ -1,0 +1,37 @@
+import Foundation
+
+/// PostgreSQL's spelling of the shared SQL statements: `$n` parameters (typed where the
+/// statement does not say the type), tables qualified by the store's namespace, values as text
+/// or bytes (see `PostgreSQLSchema.encode(_:)`), key lists as one array parameter.
+struct PostgreSQLDialect: SQLDialect {
+    /// The PostgreSQL schema holding the store's tables.
+    let namespace: String
+
+    static var null: PGValue { .null }
+    static func integer(_ value: Int64) -> PGValue { .integer(value) }
+    static func text(_ value: String) -> PGValue { .text(value) }
+    static func encode(_ value: AttributeValue) -> PGValue { PostgreSQLSchema.encode(value) }
+
+    func table(_ name: String) -> String { quote(namespace) + "." + quote(name) }
+
+    /// `$n`, cast to the column's type when there is one (a parameter in a `SELECT` list or a
+    /// `COALESCE` would otherwise be text).
+    func placeholder(_ index: Int, for column: SQLiteSchema.Column?) -> String {
+        guard let column else { return "$\(index)" }
+        return "$\(index)::\(PostgreSQLSchema.sqlType(column))"
+    }
+
+    /// `NOT (column = ANY($n::bigint[]))`: one parameter however many keys.
+    func excludes(_ column: String, _ keys: [Int64], _ arguments: inout SQLArguments<Self>) -> String {
+        let list = arguments.add(.text(PostgreSQLSchema.arrayLiteral(keys.map(String.init))))
+        return "NOT (\(column) = ANY(\(list)::bigint[]))"
+    }
+}
+
+extension PGConnection: SQLExecutor {
+    typealias Value = PGValue
+    typealias Failure = PGError
+
+    /// Runs one statement with parameters, returning nothing.
+    func run(_ sql: String, _ arguments: [PGValue]) throws(PGError) { try execute(sql, arguments) }
+}
