@@ -17,36 +17,36 @@ enum StrataCommand {
     static let subcommands: [Subcommand] = [
         Subcommand(
             name: "model", synopsis: "model [--model PATH ...]",
-            summary: "validate a model and print its entities, configurations and hashes", run: ModelCommand.run),
+            summary: "validate a model: its entities, configurations and hashes", run: ModelCommand.run),
         Subcommand(
             name: "serve", synopsis: "serve [options]",
-            summary: "serve the model as a REST API (strata serve --help)", run: ServeCommand.run),
+            summary: "serve the model as a REST API", run: ServeCommand.run),
         Subcommand(
             name: "health", synopsis: "health [--port N]",
-            summary: "exit 0 when the local server's /live answers 200 (the container health check)",
+            summary: "the container health check: exit 0 when /live answers 200",
             run: HealthCommand.run),
         Subcommand(
             name: "openapi", synopsis: "openapi [--format FORMAT]",
-            summary: "print the OpenAPI document of the REST API (strata openapi --help)", run: OpenAPICommand.run),
+            summary: "print the OpenAPI document of the REST API", run: OpenAPICommand.run),
         Subcommand(
             name: "diagram", synopsis: "diagram [--format FORMAT]",
-            summary: "print a diagram of the model: svg, mmd (Mermaid) or dot (strata diagram --help)",
+            summary: "print a diagram of the model: svg, mmd (Mermaid) or dot",
             run: DiagramCommand.run),
         Subcommand(
             name: "inspect", synopsis: "inspect PATH [--model PATH]",
-            summary: "print a store's metadata and row counts; dry-run a migration (strata inspect --help)",
+            summary: "a store's metadata and row counts; dry-run a migration",
             run: InspectCommand.run),
         Subcommand(
             name: "migrate", synopsis: "migrate [options]",
-            summary: "migrate store files to the model, all together or none (strata migrate --help)",
+            summary: "migrate store files to the model, all together or none",
             run: MigrateCommand.run),
         Subcommand(
             name: "split", synopsis: "split --from OLD --to CONFIG=PATH ...",
-            summary: "move a single-file store into one store per configuration (strata split --help)",
+            summary: "move a single-file store into one store per configuration",
             run: SplitCommand.run),
         Subcommand(
             name: "import", synopsis: "import --from STORE --data-dir DIR",
-            summary: "bring a store Core Data wrote into Strata stores (strata import --help)",
+            summary: "bring a store Core Data wrote into Strata stores",
             run: ImportCommand.run),
     ]
 

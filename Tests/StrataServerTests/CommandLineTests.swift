@@ -39,6 +39,7 @@ import Testing
     @Test func everySubcommandPrintsItsHelp() throws {
         let usage = try Self.run(["help"])
         #expect(usage.status == 0)
+        #expect(usage.output.split(separator: "\n").allSatisfy { $0.count <= 100 }, "\(usage.output)")
         for command in ["model", "serve", "health", "openapi", "diagram", "inspect", "migrate", "split", "import"] {
             #expect(usage.output.contains("\n  \(command) "), "\(command)")
             let help = try Self.run([command, "--help"])
