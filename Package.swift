@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "StrataHTTP", targets: ["StrataHTTP"]),
         .library(name: "StrataServer", targets: ["StrataServer"]),
         .executable(name: "strata", targets: ["strata"]),
+        .executable(name: "strata-bench", targets: ["strata-bench"]),
     ],
     targets: [
         .systemLibrary(
@@ -46,19 +47,33 @@ let package = Package(
         .executableTarget(
             name: "strata-fuzz", dependencies: ["Strata", "StrataHTTP", "StrataServer", "CFuzzDriver"],
             path: "Sources/StrataFuzz"),
-        // libmicrohttpd alone answering a constant body: the ceiling `strata bench` compares with.
+        // libmicrohttpd alone answering a constant body: the ceiling `strata-bench` compares with.
         .executableTarget(
             name: "strata-ceiling", path: "Sources/StrataCeiling", linkerSettings: [.linkedLibrary("microhttpd")]),
-        // A throwaway PostgreSQL cluster for the test suites and `strata bench`.
+        // A throwaway PostgreSQL cluster for the test suites and `strata-bench`.
         .target(name: "StrataPGCluster"),
+        // What the two command-line executables share: the option table that parses each
+        // subcommand's environment twins and arguments and renders its --help, and loopback sockets.
+        .target(name: "StrataCLI"),
+        // The command line that ships: serve, health, model, openapi, diagram, inspect, migrate,
+        // split, import. It links no benchmark code and no cluster starter.
+        .executableTarget(name: "strata", dependencies: ["Strata", "StrataHTTP", "StrataServer", "StrataCLI"]),
+        // The benchmark: wrk scripts, /proc readers, raw SQLite and libpq baselines, scratch clusters.
+        // It runs strata (the scale scenarios' servers) and strata-ceiling from beside itself: as
+        // dependencies they are built with it, their code not linked into it.
         .executableTarget(
-            name: "strata",
-            dependencies: ["Strata", "StrataHTTP", "StrataServer", "StrataPGCluster", "CSQLite", "CLibPQ"]),
+            name: "strata-bench",
+            dependencies: [
+                "Strata", "StrataServer", "StrataCLI", "StrataPGCluster", "CSQLite", "CLibPQ", "strata",
+                "strata-ceiling",
+            ],
+            path: "Sources/StrataBench"),
         // What the test suites share: temporary folders, the live-server fixture, test clients.
         .target(
             name: "StrataTestSupport", dependencies: ["Strata", "StrataServer", "StrataPGCluster"],
             path: "Tests/StrataTestSupport"),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTestSupport"]),
+        .testTarget(name: "StrataCLITests", dependencies: ["StrataCLI"]),
         .testTarget(
             name: "StrataServerTests", dependencies: ["StrataServer", "StrataHTTP", "Strata", "StrataTestSupport"]),
     ],

@@ -1,4 +1,4 @@
-// The ceiling `strata bench` measures the HTTP path against: libmicrohttpd alone, configured as
+// The ceiling `strata-bench` measures the HTTP path against: libmicrohttpd alone, configured as
 // `strata serve` configures it (an internal polling thread pool with epoll, one thread per core),
 // answering every request with the same small JSON body. No Swift, no routing, no logging.
 //

@@ -7,7 +7,7 @@ import Foundation
 /// A throwaway PostgreSQL cluster: created with `initdb` in a fresh folder under `/tmp`, started
 /// with `pg_ctl` on a private socket directory (no TCP), removed by ``stop()``. As root, the server
 /// binaries run as the `postgres` user (`initdb` and `pg_ctl` refuse root). The test suites and
-/// `strata bench` use it; nothing Strata ships depends on it.
+/// `strata-bench` use it; nothing Strata ships depends on it.
 public struct ScratchCluster: Sendable {
     /// Why a cluster could not be started.
     public struct Failure: Error, CustomStringConvertible {

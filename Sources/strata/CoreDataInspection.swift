@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataCLI
 
 /// The versions of a model to identify a Core Data store's writer among: every version of an
 /// `.xcdatamodeld`, else the one model the paths make.
@@ -7,7 +8,7 @@ func coreDataVersions(_ paths: [String]) throws(ModelError) -> [ObjectModel] {
     if paths.count == 1, URL(fileURLWithPath: paths[0]).pathExtension.lowercased() == "xcdatamodeld" {
         return try ObjectModel.loadCoreDataModelVersions(at: URL(fileURLWithPath: paths[0]))
     }
-    return [try loadModel(paths, useEnvironment: false)]
+    return [try loadModel(paths)]
 }
 
 /// `strata inspect` of a store Core Data wrote.

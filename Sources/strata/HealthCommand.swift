@@ -1,4 +1,5 @@
 import Foundation
+import StrataCLI
 import StrataHTTP
 
 #if canImport(Glibc)
@@ -9,30 +10,36 @@ import StrataHTTP
 /// It is the container's HEALTHCHECK: the runtime image has no curl, and a plain socket keeps the
 /// binary free of libcurl.
 enum HealthCommand {
-    static func run(_ arguments: [String]) -> Int32 {
-        let environment = ProcessInfo.processInfo.environment
-        var port = UInt16(environment["STRATA_PORT"] ?? "") ?? 8080
+    struct Settings {
+        var port: UInt16 = 8080
         var path = "/live"
-        var index = 0
-        while index < arguments.count {
-            guard index + 1 < arguments.count else {
-                printError("strata health: \(arguments[index]) needs a value")
-                return 64
-            }
-            switch arguments[index] {
-            case "--port":
-                guard let value = UInt16(arguments[index + 1]) else {
-                    printError("strata health: --port must be a number")
-                    return 64
-                }
-                port = value
-            case "--path": path = arguments[index + 1]
-            default:
-                printError("strata health: unknown option '\(arguments[index])' (use --port N and --path /live)")
-                return 64
-            }
-            index += 2
-        }
+        var tls = false
+    }
+
+    static let interface = CommandInterface<Settings>(
+        name: "strata health", synopsis: "[--port N] [--path /live]",
+        abstract: """
+            Exits 0 when the server on this machine answers the path with 200, else 1: the container's
+            health check. It reads the environment strata serve reads, so it finds the same port.
+            """,
+        options: [
+            .value("--port", "N", environment: "STRATA_PORT", default: "8080", help: "the server's port") {
+                $0.port = UInt16(try $1.integer(0...65535, "a number from 0 to 65535"))
+            },
+            .value("--path", "PATH", default: "/live", help: "the path to ask") { $0.path = $1.text },
+            .value(
+                "--tls-cert", "PATH", environment: "STRATA_TLS_CERT",
+                help: "the server's certificate: given, the check speaks HTTPS; the file itself is not read"
+            ) { $0.tls = !$1.text.isEmpty },
+        ])
+
+    static func run(_ arguments: [String]) -> Int32 {
+        interface.run(arguments, defaults: Settings(), body: check)
+    }
+
+    static func check(_ settings: Settings) -> Int32 {
+        let port = settings.port
+        let path = settings.path
         guard let fd = Loopback.connect(port: port, seconds: 3) else {
             printError("strata health: nothing listens on 127.0.0.1:\(port)")
             return 1
@@ -42,7 +49,7 @@ enum HealthCommand {
         var buffer = [UInt8](repeating: 0, count: 512)
         var count = 0
         // A server given a certificate (STRATA_TLS_CERT, as the container passes it) speaks HTTPS.
-        if !(environment["STRATA_TLS_CERT"] ?? "").isEmpty {
+        if settings.tls {
             guard let answer = TLSCredentials.exchange(socket: fd, request: request) else {
                 printError("strata health: no TLS answer on 127.0.0.1:\(port)")
                 return 1

@@ -1,59 +1,58 @@
 import Foundation
 import Strata
+import StrataCLI
 
 /// `strata inspect`: a store's metadata and contents, and whether it fits a model.
 enum InspectCommand {
-    static let usage = """
-        usage: strata inspect PATH [--model PATH ...] [--history PATH ...] [--source-version NAME]
+    struct Settings {
+        var path = ""
+        var models: [String] = []
+        var history: [String] = []
+        var sourceVersion: String?
+    }
 
-        Prints what an SQLite store records about itself (UUID, configuration, model version and
-        entity hashes, objects per entity) without changing a byte of it. With --model it also says
-        whether the store opens with that model and, if not, what a migration would do (a dry run)
-        or why it cannot be migrated.
+    static let interface = CommandInterface<Settings>(
+        name: "strata inspect", synopsis: "PATH [--model PATH ...] [--history PATH ...] [--source-version NAME]",
+        abstract: """
+            Prints what an SQLite store records about itself (UUID, configuration, model version and
+            entity hashes, objects per entity) without changing a byte of it. With --model it also says
+            whether the store opens with that model and, if not, what a migration would do (a dry run)
+            or why it cannot be migrated.
 
-        A store that Core Data wrote is recognised too: its UUID, framework version, entities with
-        their Z_ENT numbers and objects, join tables, and, with --model (an .xcdatamodeld), which
-        version of the model wrote it (by Core Data's entity version hashes) and why.
-
-          --model PATH      a model to check against: JSON, .xcdatamodel or .xcdatamodeld; repeatable
-          --history PATH    an earlier model version, oldest first, for a multi-step migration;
-                            repeatable (an .xcdatamodeld model gives its versions by itself)
-          --source-version NAME
-                            for a Core Data store: the model version that wrote it, when the
-                            hashes cannot tell (checked against the store's hashes)
-          --help            this text
-
-        Exit status: 0 the store fits the model (or no model was given), 3 it needs a migration that
-        can be inferred, 2 it cannot be used with the model, 1 the file cannot be read.
-        """
+            A store that Core Data wrote is recognised too: its UUID, framework version, entities with
+            their Z_ENT numbers and objects, join tables, and, with --model (an .xcdatamodeld), which
+            version of the model wrote it (by Core Data's entity version hashes) and why.
+            """,
+        options: [
+            .model(
+                environment: false, help: "a model to check against: JSON, .xcdatamodel or .xcdatamodeld", default: nil
+            ) { $0.models.append($1) },
+            .history { $0.history.append($1) },
+            .value(
+                "--source-version", "NAME",
+                help: "for a Core Data store: the model version that wrote it, when the hashes cannot tell "
+                    + "(checked against the store's hashes)"
+            ) { $0.sourceVersion = $1.text },
+        ],
+        arguments: .init(count: 1...1, mismatch: "give one store file") { $0.path = $1[0] },
+        discussion: """
+            Exit status: 0 the store fits the model (or no model was given), 3 it needs a migration that
+            can be inferred, 2 it cannot be used with the model, 1 the file cannot be read.
+            """)
 
     static func run(_ arguments: [String]) -> Int32 {
-        let parsed: CommandArguments
-        do {
-            parsed = try CommandArguments(
-                arguments, valued: ["--model", "--history", "--source-version"], flags: ["--help", "-h"],
-                command: "inspect")
-        } catch {
-            printError("strata inspect: \(error.message)")
-            return 64
-        }
-        if parsed.has("--help") || parsed.has("-h") {
-            print(usage)
-            return 0
-        }
-        guard parsed.positional.count == 1 else {
-            printError("strata inspect: give one store file; see strata inspect --help")
-            return 64
-        }
-        let models = parsed.values("--model")
+        interface.run(arguments, defaults: Settings(), body: inspect)
+    }
+
+    static func inspect(_ settings: Settings) -> Int32 {
+        let models = settings.models
         var model: ObjectModel?
         var history: [ObjectModel] = []
-        let url = URL(fileURLWithPath: parsed.positional[0])
+        let url = URL(fileURLWithPath: settings.path)
         if CoreDataStoreFile.recognizes(url) {
             do {
                 let file = try CoreDataStoreFile(url: url)
-                return CoreDataInspection.run(
-                    file, modelPaths: models, sourceVersion: parsed.values("--source-version").last)
+                return CoreDataInspection.run(file, modelPaths: models, sourceVersion: settings.sourceVersion)
             } catch {
                 printError("strata inspect: \(error)")
                 return 1
@@ -61,8 +60,8 @@ enum InspectCommand {
         }
         do {
             if !models.isEmpty {
-                model = try loadModel(models, useEnvironment: false)
-                history = try loadModelHistory(models: models, history: parsed.values("--history"))
+                model = try loadModel(models)
+                history = try loadModelHistory(models: models, history: settings.history)
             }
         } catch {
             printError("strata inspect: \(error)")

@@ -1,81 +1,73 @@
 import Foundation
 import Strata
+import StrataCLI
 import StrataServer
 
 /// `strata migrate`: migrates store files to the model without serving them.
 enum MigrateCommand {
-    static let usage = """
-        usage: strata migrate [--model PATH ...] [--history PATH ...] [--data-dir DIR] [--store CONFIG=PATH ...] [--dry-run]
+    struct Settings {
+        var models: [String] = []
+        var history: [String] = []
+        var options = ServerOptions()
+        var dryRun = false
+    }
 
-        Migrates the stores of the model's configurations to the model (a lightweight migration:
-        added, removed and renamed entities and properties, optional/required with a default,
-        relationships and indexes), all of them together or none. Stores that do not exist yet are
-        left alone; stores that already fit the model are not touched.
-
-          --model PATH         the model to migrate to: JSON, .xcdatamodel or .xcdatamodeld; repeatable
-                               (STRATA_MODEL; default: the embedded example model). An .xcdatamodeld
-                               also gives its versions as the history.
-          --history PATH       an earlier model version, oldest first; repeatable. Without it a store
-                               is migrated in one step from the model it recorded.
-          --data-dir DIR       folder of the default stores <DIR>/<configuration>.sqlite (default ./data)
-          --store CONFIG=PATH  the store of a configuration (PATH or sqlite:PATH); repeatable;
-                               Default=PATH is one store holding every entity
-          --dry-run            print what would change and change nothing
-          --help               this text
-        """
+    static let interface = CommandInterface<Settings>(
+        name: "strata migrate",
+        synopsis: "[--model PATH ...] [--history PATH ...] [--data-dir DIR] [--store CONFIG=PATH ...] [--dry-run]",
+        abstract: """
+            Migrates the stores of the model's configurations to the model (a lightweight migration:
+            added, removed and renamed entities and properties, optional/required with a default,
+            relationships and indexes), all of them together or none. Stores that do not exist yet are
+            left alone; stores that already fit the model are not touched.
+            """,
+        options: [
+            .model(
+                help: "the model to migrate to: JSON, .xcdatamodel or .xcdatamodeld; an .xcdatamodeld also gives "
+                    + "its versions as the history"
+            ) { $0.models.append($1) },
+            .value(
+                "--history", "PATH", repeatable: true,
+                help: "an earlier model version, oldest first. Without it a store is migrated in one step from the "
+                    + "model it recorded"
+            ) { $0.history.append($1.text) },
+            .value(
+                "--data-dir", "DIR", default: "./data",
+                help: "folder of the default stores <DIR>/<configuration>.sqlite"
+            ) { $0.options.dataDirectory = $1.text },
+            .value(
+                "--store", "CONFIG=PATH", repeatable: true,
+                help: "the store of a configuration (PATH or sqlite:PATH); Default=PATH is one store holding every "
+                    + "entity"
+            ) { settings, value in
+                let item = value.text
+                guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
+                    throw value.invalid("takes CONFIG=PATH")
+                }
+                let path = String(item[item.index(after: equals)...])
+                guard let spec = path.hasPrefix("sqlite:") ? StoreSpec(path) : StoreSpec(sqlite: path),
+                    spec.type == .sqlite, !(spec.path ?? "").isEmpty
+                else { throw value.invalid("takes CONFIG=PATH") }
+                settings.options.stores[String(item[..<equals])] = spec
+            },
+            .flag("--dry-run", help: "print what would change and change nothing") { $0.dryRun = $1 },
+        ])
 
     static func run(_ arguments: [String]) -> Int32 {
-        let parsed: CommandArguments
-        do {
-            parsed = try CommandArguments(
-                arguments, valued: ["--model", "--history", "--data-dir", "--store"],
-                flags: ["--dry-run", "--help", "-h"], command: "migrate")
-        } catch {
-            printError("strata migrate: \(error.message)")
-            return 64
-        }
-        if parsed.has("--help") || parsed.has("-h") {
-            print(usage)
-            return 0
-        }
-        guard parsed.positional.isEmpty else {
-            printError("strata migrate: unexpected argument '\(parsed.positional[0])'; see strata migrate --help")
-            return 64
-        }
-        var options = ServerOptions()
-        options.dataDirectory = parsed.value("--data-dir") ?? options.dataDirectory
-        for item in parsed.values("--store") {
-            guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
-                printError("strata migrate: --store takes CONFIG=PATH, not '\(item)'")
-                return 64
-            }
-            let path = String(item[item.index(after: equals)...])
-            guard let spec = path.hasPrefix("sqlite:") ? StoreSpec(path) : StoreSpec(sqlite: path),
-                spec.type == .sqlite,
-                !(spec.path ?? "").isEmpty
-            else {
-                printError("strata migrate: --store takes CONFIG=PATH, not '\(item)'")
-                return 64
-            }
-            options.stores[String(item[..<equals])] = spec
-        }
-        let modelPaths = parsed.values("--model")
+        interface.run(arguments, defaults: Settings(), body: migrate)
+    }
+
+    static func migrate(_ settings: Settings) -> Int32 {
+        var options = settings.options
         let model: ObjectModel
         do {
-            model = try loadModel(modelPaths)
-            options.modelHistory = try loadModelHistory(models: modelPaths, history: parsed.values("--history"))
+            model = try loadModel(settings.models)
+            options.modelHistory = try loadModelHistory(models: settings.models, history: settings.history)
         } catch {
             printError("strata migrate: \(error)")
             return 1
         }
-        for configuration in options.stores.keys where configuration != ObjectModel.defaultConfiguration {
-            guard model.configurations.contains(where: { $0.name == configuration }) else {
-                printError(
-                    "strata migrate: --store names configuration '\(configuration)', which the model does not have (it has: \(model.configurations.map(\.name).joined(separator: ", ")))"
-                )
-                return 64
-            }
-        }
+        if let mistake = ServeCommand.mismatch(options, model) { return interface.fail(mistake) }
         options.migrate = true
         let descriptions = options.storeDescriptions(for: model).filter { description in
             description.url.map { FileManager.default.fileExists(atPath: $0.path) } ?? false
@@ -86,12 +78,19 @@ enum MigrateCommand {
             )
             return 0
         }
+        return migrate(descriptions, model: model, history: options.modelHistory, dryRun: settings.dryRun)
+    }
+
+    /// Inspects each store, then migrates them all unless one cannot be or it is a dry run.
+    static func migrate(_ descriptions: [StoreDescription], model: ObjectModel, history: [ObjectModel], dryRun: Bool)
+        -> Int32
+    {
         var needed = false
         var refused = false
         for description in descriptions {
             let url = description.url!
             do {
-                let inspection = try StoreInspector.inspect(url, model: model, history: options.modelHistory)
+                let inspection = try StoreInspector.inspect(url, model: model, history: history)
                 if inspection.isCompatible == true {
                     print("\(url.path): already fits model \(model.name) version \(model.version ?? "-")")
                 } else if let reason = inspection.incompatibility {
@@ -112,8 +111,8 @@ enum MigrateCommand {
             printError("strata migrate: nothing was changed")
             return 1
         }
-        if parsed.has("--dry-run") || !needed {
-            if parsed.has("--dry-run") { print("dry run: nothing was changed") }
+        if dryRun || !needed {
+            if dryRun { print("dry run: nothing was changed") }
             return 0
         }
         let coordinator = StoreCoordinator(model: model)

@@ -1,27 +1,71 @@
 import Foundation
 import Strata
+import StrataCLI
 
 /// Dispatches `strata` subcommands. Each returns the process exit status; errors are printed as one
 /// line on stderr, never as a stack trace.
 enum StrataCommand {
-    static let usage = """
-        usage: strata <command> [options]
+    /// A subcommand: its name, its usage in the command list, and what runs it.
+    struct Subcommand: Sendable {
+        var name: String
+        var synopsis: String
+        var summary: String
+        var run: @Sendable ([String]) -> Int32
+    }
 
-        commands:
-          model [--model PATH ...]   validate a model and print its entities, configurations and hashes
-          serve [options]            serve the model as a REST API (strata serve --help)
-          health [--port N]          exit 0 when the local server's /live answers 200 (the container health check)
-          openapi [--format FORMAT]  print the OpenAPI document of the REST API (strata openapi --help)
-          diagram [--format FORMAT]  print a diagram of the model: svg, mmd (Mermaid) or dot (strata diagram --help)
-          inspect PATH [--model PATH]  print a store's metadata and row counts; dry-run a migration (strata inspect --help)
-          migrate [options]          migrate store files to the model, all together or none (strata migrate --help)
-          split --from OLD --to CONFIG=PATH ...  move a single-file store into one store per configuration (strata split --help)
-          import --from STORE --data-dir DIR     bring a store Core Data wrote into Strata stores (strata import --help)
-          bench [--duration S]       measure the performance targets against same-run baselines (needs wrk)
-          help                       show this text
+    /// Every subcommand, in the order `strata help` lists them.
+    static let subcommands: [Subcommand] = [
+        Subcommand(
+            name: "model", synopsis: "model [--model PATH ...]",
+            summary: "validate a model: its entities, configurations and hashes", run: ModelCommand.run),
+        Subcommand(
+            name: "serve", synopsis: "serve [options]",
+            summary: "serve the model as a REST API", run: ServeCommand.run),
+        Subcommand(
+            name: "health", synopsis: "health [--port N]",
+            summary: "the container health check: exit 0 when /live answers 200",
+            run: HealthCommand.run),
+        Subcommand(
+            name: "openapi", synopsis: "openapi [--format FORMAT]",
+            summary: "print the OpenAPI document of the REST API", run: OpenAPICommand.run),
+        Subcommand(
+            name: "diagram", synopsis: "diagram [--format FORMAT]",
+            summary: "print a diagram of the model: svg, mmd (Mermaid) or dot",
+            run: DiagramCommand.run),
+        Subcommand(
+            name: "inspect", synopsis: "inspect PATH [--model PATH]",
+            summary: "a store's metadata and row counts; dry-run a migration",
+            run: InspectCommand.run),
+        Subcommand(
+            name: "migrate", synopsis: "migrate [options]",
+            summary: "migrate store files to the model, all together or none",
+            run: MigrateCommand.run),
+        Subcommand(
+            name: "split", synopsis: "split --from OLD --to CONFIG=PATH ...",
+            summary: "move a single-file store into one store per configuration",
+            run: SplitCommand.run),
+        Subcommand(
+            name: "import", synopsis: "import --from STORE --data-dir DIR",
+            summary: "bring a store Core Data wrote into Strata stores",
+            run: ImportCommand.run),
+    ]
 
-        Without --model, every command uses the embedded example model (a library catalogue).
-        """
+    static var usage: String {
+        let width = subcommands.map(\.synopsis.count).max() ?? 0
+        let lines = subcommands.map {
+            "  " + $0.synopsis.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.summary
+        }
+        return """
+            usage: strata <command> [options]
+
+            commands:
+            \(lines.joined(separator: "\n"))
+              help\(String(repeating: " ", count: width - 2))show this text
+
+            Without --model, every command uses the embedded example model (a library catalogue).
+            Every command takes --help. The benchmark is an executable of its own: strata-bench.
+            """
+    }
 
     static func run(_ arguments: [String]) -> Int32 {
         guard let command = arguments.first else {
@@ -29,81 +73,50 @@ enum StrataCommand {
             return 0
         }
         let rest = Array(arguments.dropFirst())
-        switch command {
-        case "help", "--help", "-h":
+        if ["help", "--help", "-h"].contains(command) {
             print(usage)
             return 0
-        case "model": return ModelCommand.run(rest)
-        case "serve": return ServeCommand.run(rest)
-        case "health": return HealthCommand.run(rest)
-        case "inspect": return InspectCommand.run(rest)
-        case "migrate": return MigrateCommand.run(rest)
-        case "split": return SplitCommand.run(rest)
-        case "import": return ImportCommand.run(rest)
-        case "bench": return BenchCommand.run(rest)
-        case "openapi": return OpenAPICommand.run(rest)
-        case "diagram": return DiagramCommand.run(rest)
-        default:
-            printError("strata: unknown command '\(command)'\n\n\(usage)")
-            return 64
         }
+        if let subcommand = subcommands.first(where: { $0.name == command }) { return subcommand.run(rest) }
+        if command == "bench" {
+            printError(
+                "strata: the benchmark is an executable of its own, strata-bench: swift build -c release "
+                    + "--product strata-bench, then .build/release/strata-bench --help")
+            return CommandLineError.usageStatus
+        }
+        printError("strata: unknown command '\(command)'\n\n\(usage)")
+        return CommandLineError.usageStatus
     }
-}
-
-/// Prints a line on stderr.
-func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
-}
-
-/// Reads `--model PATH` options (repeatable, with `STRATA_MODEL` as a fallback) and loads the model.
-func loadModel(_ paths: [String], useEnvironment: Bool = true) throws(ModelError) -> ObjectModel {
-    var paths = paths
-    if paths.isEmpty, useEnvironment, let fromEnvironment = ProcessInfo.processInfo.environment["STRATA_MODEL"],
-        !fromEnvironment.isEmpty
-    {
-        paths = fromEnvironment.split(separator: ",").map(String.init)
-    }
-    if paths.isEmpty { return try ObjectModel.example }
-    return try ObjectModel.load(contentsOf: paths.map { URL(fileURLWithPath: $0) })
 }
 
 /// `strata model`: validates a model and describes it.
 enum ModelCommand {
-    static func run(_ arguments: [String]) -> Int32 {
-        var paths: [String] = []
+    struct Settings {
+        var models: [String] = []
         var strict = false
-        var index = 0
-        while index < arguments.count {
-            switch arguments[index] {
-            case "--strict":
-                strict = true
-                index += 1
-            case "--model":
-                guard index + 1 < arguments.count else {
-                    printError("strata model: --model needs a path")
-                    return 64
-                }
-                paths.append(arguments[index + 1])
-                index += 2
-            case "--help", "-h":
-                print(
-                    """
-                    usage: strata model [--model PATH ...] [--strict]
+    }
 
-                    Validates the model (JSON, .xcdatamodel or .xcdatamodeld) and prints its entities, then
-                    its warnings: what loads with a caveat (a relationship without an inverse, a transient
-                    property, a default Core Data reads leniently, ...), as Core Data itself only warns.
-                    Exits 0 when the model loads; with --strict, warnings make it exit 1.
-                    """)
-                return 0
-            default:
-                printError("strata model: unknown option '\(arguments[index])'")
-                return 64
-            }
-        }
+    static let interface = CommandInterface<Settings>(
+        name: "strata model", synopsis: "[--model PATH ...] [--strict]",
+        abstract: """
+            Validates the model (JSON, .xcdatamodel or .xcdatamodeld) and prints its entities, then
+            its warnings: what loads with a caveat (a relationship without an inverse, a transient
+            property, a default Core Data reads leniently, ...), as Core Data itself only warns.
+            Exits 0 when the model loads; with --strict, warnings make it exit 1.
+            """,
+        options: [
+            .model { $0.models.append($1) },
+            .flag("--strict", help: "exit 1 when the model has warnings") { $0.strict = $1 },
+        ])
+
+    static func run(_ arguments: [String]) -> Int32 {
+        interface.run(arguments, defaults: Settings(), body: describe)
+    }
+
+    static func describe(_ settings: Settings) -> Int32 {
         let model: ObjectModel
         do {
-            model = try loadModel(paths)
+            model = try loadModel(settings.models)
         } catch {
             printError("strata model: \(error)")
             return 1
@@ -126,7 +139,7 @@ enum ModelCommand {
             print("warnings (\(model.warnings.count)):")
             for warning in model.warnings { print("  \(warning)") }
         }
-        if strict && !model.warnings.isEmpty {
+        if settings.strict && !model.warnings.isEmpty {
             printError(
                 "strata model: --strict: the model has \(model.warnings.count) warning\(model.warnings.count == 1 ? "" : "s")"
             )

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The SVG `strata bench --scale --plot` writes: throughput and p99 latency of GET by id and of
+/// The SVG `strata-bench --scale --plot` writes: throughput and p99 latency of GET by id and of
 /// a list's first and 1,000th page against the number of stored books (log scale), one panel
 /// each.
 enum ScalePlot {

@@ -5,10 +5,10 @@ import Foundation
 #endif
 
 /// Plain TCP on 127.0.0.1, for the commands that talk to a server on this machine (`strata
-/// health`, `strata bench --scale`).
-enum Loopback {
+/// health`, `strata-bench --scale`).
+public enum Loopback {
     /// The address of `port` on 127.0.0.1 (port 0: any free one, for `bind`).
-    static func address(port: UInt16) -> sockaddr_in {
+    public static func address(port: UInt16) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -18,7 +18,7 @@ enum Loopback {
 
     /// A socket connected to `port`, sends and receives timing out after `seconds`; nil when
     /// nothing listens there. The caller closes it.
-    static func connect(port: UInt16, seconds: Int) -> Int32? {
+    public static func connect(port: UInt16, seconds: Int) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)
@@ -38,7 +38,7 @@ enum Loopback {
     }
 
     /// `GET path` with `Connection: close`, as bytes.
-    static func getRequest(_ path: String) -> [UInt8] {
+    public static func getRequest(_ path: String) -> [UInt8] {
         Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
     }
 }

@@ -1,12 +1,13 @@
 import Foundation
 import Strata
+import StrataCLI
 import StrataServer
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// `strata bench --scale`: the costs that must stay flat as data grows, at several sizes. Each
+/// `strata-bench --scale`: the costs that must stay flat as data grows, at several sizes. Each
 /// size is a fresh catalogue of that many books, served by a `strata serve` child process (so its
 /// start-up time and resident memory are its own), all of them running at once: start-up to
 /// `/ready`, RSS after start-up and after the load, GET by id over every book (in alternating
@@ -151,7 +152,9 @@ struct ScaleBench {
         let directory = folder.appendingPathComponent("scale-\(books)")
         try seed(books: books, directory: directory)
         let port = try Self.freePort()
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        guard let executable = BenchCommand.sibling("strata") else {
+            throw BenchError("the strata executable is not built beside strata-bench")
+        }
         let process = Process()
         process.executableURL = executable
         process.arguments = [
