@@ -138,7 +138,7 @@ public struct ObjectID: Sendable, Hashable, CustomStringConvertible {
     /// 8n + 7 of one home get eight neighbouring buckets in a random place. Keys are issued in
     /// sequence and saves, fetches and tables walk them in runs, so a run of lookups touches one
     /// stretch of the table instead of a cache line per key: inserting and fetching 100,000
-    /// objects took 4–8% and 11–12% less time (`strata bench --only library`, alternating builds). The
+    /// objects took 4–8% and 11–12% less time (`strata-bench --only library`, alternating builds). The
     /// price is longer probes in a nearly full table of dense keys (about 13 buckets for a key
     /// present and 50 for one absent at three quarters full, against 2.5 and 8), each a compare
     /// in memory already read.
