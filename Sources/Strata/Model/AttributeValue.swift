@@ -138,54 +138,96 @@ extension AttributeValue {
         }
     }
 
-    /// Parses a decimal written as plain digits with an optional sign, point and exponent, as
-    /// ``decimalPattern`` states: at most 19 digits before the point and 19 after (Decimal keeps
-    /// 38 exactly) and an exponent of at most two digits, so every such text is read exactly.
+    /// The most significant digits a decimal may have (`NSDecimalNumber`'s mantissa).
+    public static let decimalMaxDigits = 38
+    /// The exponents a decimal may have (`NSDecimalNumber`'s).
+    public static let decimalExponents: ClosedRange<Int> = -128...127
+    /// The limit a decimal keeps, as a refusal states it.
+    public static let decimalLimit = "at most 38 significant digits and an exponent from -128 to 127"
+
+    /// Parses a decimal written as digits with an optional sign, point and exponent (the syntax
+    /// ``decimalPattern`` states) whose value `NSDecimalNumber` holds exactly: written as a
+    /// mantissa without trailing zeros times a power of ten, the mantissa has at most
+    /// ``decimalMaxDigits`` digits and the power is in ``decimalExponents``. Nil for anything else.
     public static func parseDecimal(_ text: String) -> Decimal? {
-        guard isDecimalText(text) else { return nil }
-        return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+        guard let parts = decimalParts(text) else { return nil }
+        return decimal(parts)
     }
 
-    /// Whether `text` matches ``decimalPattern`` (scanned by hand: this runs for every decimal
-    /// in every request body).
-    static func isDecimalText(_ text: String) -> Bool {
+    /// Whether `text` has the syntax of a decimal (``decimalPattern``), whatever its size.
+    public static func isDecimalSyntax(_ text: String) -> Bool { decimalParts(text) != nil }
+
+    /// A decimal's sign, its significant digits (no leading or trailing zeros; empty for zero)
+    /// and the power of ten of the last one.
+    struct DecimalParts {
+        var negative: Bool
+        var digits: [UInt8]
+        var exponent: Int
+    }
+
+    /// Reads `text` as ``decimalPattern`` states (scanned by hand: this runs for every decimal in
+    /// every request body).
+    static func decimalParts(_ text: String) -> DecimalParts? {
         var rest = text.utf8[...]
-        func digits(_ limit: Int) -> Int? {
+        var digits: [UInt8] = []
+        func scan(into collect: Bool) -> Int {
             var count = 0
             while let byte = rest.first, (0x30...0x39).contains(byte) {
                 count += 1
+                if collect { digits.append(byte) }
                 rest = rest.dropFirst()
             }
-            return count <= limit ? count : nil
+            return count
         }
-        if let sign = rest.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { rest = rest.dropFirst() }
-        guard let whole = digits(19) else { return false }
-        var point = false
+        var negative = false
+        if let sign = rest.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+            negative = sign == UInt8(ascii: "-")
+            rest = rest.dropFirst()
+        }
+        let whole = scan(into: true)
         var fraction = 0
         if rest.first == UInt8(ascii: ".") {
-            point = true
             rest = rest.dropFirst()
-            guard let count = digits(19) else { return false }
-            fraction = count
+            fraction = scan(into: true)
         }
-        guard whole > 0 || (point && fraction > 0) else { return false }
+        guard whole + fraction > 0 else { return nil }
+        var written = 0
         if let mark = rest.first, mark == UInt8(ascii: "e") || mark == UInt8(ascii: "E") {
             rest = rest.dropFirst()
+            var exponentNegative = false
             if let sign = rest.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+                exponentNegative = sign == UInt8(ascii: "-")
                 rest = rest.dropFirst()
             }
-            guard let exponent = digits(2), exponent > 0 else { return false }
+            let start = rest
+            let count = scan(into: false)
+            guard (1...3).contains(count) else { return nil }
+            written = Int(String(decoding: start.prefix(count), as: UTF8.self))!
+            if exponentNegative { written = -written }
         }
-        return rest.isEmpty
+        guard rest.isEmpty else { return nil }
+        let first = digits.firstIndex { $0 != UInt8(ascii: "0") } ?? digits.endIndex
+        let last = digits.lastIndex { $0 != UInt8(ascii: "0") }.map { $0 + 1 } ?? first
+        let exponent = written - fraction + (digits.count - last)
+        return DecimalParts(negative: negative, digits: Array(digits[first..<last]), exponent: exponent)
     }
 
-    /// A decimal's digits without the sign: 1 to 19 digits with an optional point and up to 19
-    /// more, or a point and 1 to 19 digits.
-    static let decimalDigits = #"([0-9]{1,19}(\.[0-9]{0,19})?|\.[0-9]{1,19})"#
+    /// The value of `parts`, or nil when `NSDecimalNumber` cannot hold it exactly.
+    static func decimal(_ parts: DecimalParts) -> Decimal? {
+        guard !parts.digits.isEmpty else { return Decimal(0) }
+        guard parts.digits.count <= decimalMaxDigits, decimalExponents.contains(parts.exponent) else { return nil }
+        let text = (parts.negative ? "-" : "") + String(decoding: parts.digits, as: UTF8.self) + "e\(parts.exponent)"
+        return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+    }
+
+    /// A decimal's digits without the sign: digits with an optional point and more, or a point
+    /// and digits (how many a value may have is ``decimalLimit``, which a pattern does not count).
+    static let decimalDigits = #"([0-9]+(\.[0-9]*)?|\.[0-9]+)"#
     /// The digits of a zero.
-    static let zeroDigits = #"(0{1,19}(\.0{0,19})?|\.0{1,19})"#
-    static let decimalExponent = #"([eE][+-]?[0-9]{1,2})?"#
-    /// The regular expression of a decimal written as a string (what ``parseDecimal(_:)`` reads).
+    static let zeroDigits = #"(0+(\.0*)?|\.0+)"#
+    static let decimalExponent = #"([eE][+-]?[0-9]{1,3})?"#
+    /// The regular expression of a decimal written as a string (the syntax ``parseDecimal(_:)``
+    /// reads; the value must also be within ``decimalLimit``).
     public static let decimalPattern = "^[+-]?\(decimalDigits)\(decimalExponent)$"
     /// The decimals ``parseDecimal(_:)`` reads as at least 0: no minus sign, or a minus before a zero.
     public static let nonNegativeDecimalPattern = "^(\\+?\(decimalDigits)|-\(zeroDigits))\(decimalExponent)$"

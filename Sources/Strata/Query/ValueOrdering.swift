@@ -5,7 +5,8 @@ import Foundation
 public enum ValueOrdering {
     /// Orders two values: nil when they are not comparable (different kinds, or either is null).
     ///
-    /// Numbers compare numerically (decimals through `Double`, as SQLite compares them), strings,
+    /// Numbers compare numerically (a decimal and another number exactly, as decimals; see
+    /// ``decimalKey(_:)``), strings,
     /// URIs and UUIDs by their UTF-8 bytes (SQLite's BINARY collation), dates by microsecond,
     /// `false` before `true`, binary by bytes.
     public static func compare(_ lhs: AttributeValue, _ rhs: AttributeValue) -> Int? {
@@ -22,8 +23,8 @@ public enum ValueOrdering {
         case (.boolean(let a), .boolean(let b)): return a == b ? 0 : (a ? 1 : -1)
         case (.binary(let a), .binary(let b)): return compareBytes(a, b)
         case (.json(let a), .json(let b)): return compareBytes(a.jsonText.utf8, b.jsonText.utf8)
-        case (.decimal(let a), .decimal(let b)) where a == b: return 0
         default:
+            if let order = compareDecimals(lhs, rhs) { return order }
             guard let a = number(lhs), let b = number(rhs) else { return nil }
             return a < b ? -1 : (a == b ? 0 : 1)
         }

@@ -85,7 +85,7 @@ struct SQLPredicateBuilder {
 
     /// What an operand turned into.
     private enum Operand {
-        /// A value read from the store: an attribute (decimals already as REAL) or a count.
+        /// A value read from the store: an attribute or a count.
         case column(SQLFragment, type: AttributeType, name: String)
         /// The primary key of an object of `entity` (or NULL for none).
         case objectKey(SQLFragment, entity: String, name: String)
@@ -191,10 +191,7 @@ struct SQLPredicateBuilder {
     private mutating func leaf(_ path: ModelKeyPath, in scope: Scope) throws(PredicateError) -> Operand {
         switch path.leaf {
         case .attribute(let attribute):
-            var sql = try column(attribute.name, in: scope)
-            // Decimals compare through REAL, as in-memory evaluation compares them.
-            if attribute.type == .decimal { sql = "CAST(\(sql) AS REAL)" }
-            return .column(sql, type: attribute.type, name: path.text)
+            return .column(try column(attribute.name, in: scope), type: attribute.type, name: path.text)
         case .object(let entity):
             return .objectKey(scope.key, entity: entity, name: path.text)
         case .count(let relationship, _):
@@ -262,12 +259,41 @@ struct SQLPredicateBuilder {
         return "\(bind: SQLiteSchema.encode(value))"
     }
 
+    /// Whether an operand is a decimal (a column or a constant).
+    private static func isDecimal(_ operand: Operand?) -> Bool {
+        switch operand {
+        case .column(_, .decimal, _)?, .value(.decimal)?: true
+        default: false
+        }
+    }
+
+    /// Whether an operand is a number ``ValueOrdering/decimal(_:)`` takes (integer, double, decimal).
+    private static func isNumber(_ operand: Operand?) -> Bool {
+        switch operand {
+        case .column(_, let type, _)?: type.isNumeric
+        // Text is a number beside a decimal column, as ``coerce(_:to:name:)`` reads it.
+        case .value(.string(let text))?: AttributeValue.parseDecimal(text) != nil
+        case .value(let value)?: ValueOrdering.decimal(value) != nil
+        default: false
+        }
+    }
+
+    /// Whether `operand` compares with `other` as decimals do: exactly, through their order keys
+    /// (``ValueOrdering/decimalKey(_:)``), as ``ValueOrdering/compare(_:_:)`` compares them.
+    private static func comparesAsDecimals(_ operand: Operand, _ other: Operand?) -> Bool {
+        (isDecimal(operand) && isNumber(other)) || (isNumber(operand) && isDecimal(other))
+    }
+
     /// SQL for an operand, given the other side (to coerce constants to a column's type).
     private func sql(_ operand: Operand, against other: Operand?, _ options: ComparisonOptions) throws(PredicateError)
         -> SQLFragment
     {
         var text: SQLFragment
         switch operand {
+        case .column(let sql, _, _) where Self.comparesAsDecimals(operand, other): text = "strata_decimal(\(sql))"
+        case .column(let sql, .decimal, _):
+            // A decimal in a string operation or beside a non-number: as REAL, which neither matches.
+            text = "CAST(\(sql) AS REAL)"
         case .column(let sql, _, _), .objectKey(let sql, _, _): text = sql
         case .value(let value):
             var coerced = value
@@ -280,8 +306,11 @@ struct SQLPredicateBuilder {
                     throw PredicateError("'\(name)' is a relationship; compare it with an object or nil")
                 }
             }
-            // Decimal columns compare through REAL on both sides, as in-memory evaluation does.
-            text = bind(coerced, decimalAsReal: isDecimalColumn || coerced.kindName == "decimal")
+            if Self.comparesAsDecimals(.value(coerced), other), let decimal = ValueOrdering.decimal(coerced) {
+                text = "\(bind: .text(ValueOrdering.decimalKey(decimal)))"
+            } else {
+                text = bind(coerced, decimalAsReal: isDecimalColumn || coerced.kindName == "decimal")
+            }
         case .object(let id):
             guard let id else { return "NULL" }
             guard case .objectKey(_, let entity, _)? = other else {

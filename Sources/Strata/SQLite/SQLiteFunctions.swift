@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 
 /// SQL functions that run the same Swift code as in-memory evaluation, so SQLite and the in-memory
 /// store agree on text matching and case folding (SQLite's own `LIKE` and `lower()` fold ASCII only).
@@ -42,18 +43,43 @@ enum SQLiteFunctions {
                     return
                 }
                 let options = ComparisonOptions(rawValue: Int(sqlite3_value_int(arguments[1])))
-                let folded = ValueOrdering.fold(SQLiteFunctions.string(arguments[0]), options)
-                var text = folded
-                text.withUTF8 { bytes in
-                    guard let base = bytes.baseAddress, !bytes.isEmpty else {
-                        sqlite3_result_text(context, "", 0, nil)
-                        return
-                    }
-                    base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                        sqlite3_result_text(context, $0, Int32(bytes.count), csqlite_transient())
-                    }
-                }
+                SQLiteFunctions.result(ValueOrdering.fold(SQLiteFunctions.string(arguments[0]), options), context)
             }, nil, nil, nil)
+        // strata_decimal(number) → the decimal's order key (ValueOrdering.decimalKey); NULL for
+        // NULL or text that is not a decimal.
+        sqlite3_create_function_v2(
+            db, "strata_decimal", 1, flags, nil,
+            { context, _, arguments in
+                guard let arguments else { return }
+                let key: String?
+                switch sqlite3_value_type(arguments[0]) {
+                case SQLITE_INTEGER: key = ValueOrdering.decimalKey(Decimal(sqlite3_value_int64(arguments[0])))
+                case SQLITE_FLOAT:
+                    key = ValueOrdering.decimal(.double(sqlite3_value_double(arguments[0]))).map(
+                        ValueOrdering.decimalKey)
+                case SQLITE_TEXT: key = ValueOrdering.decimalKey(text: SQLiteFunctions.string(arguments[0]))
+                default: key = nil
+                }
+                guard let key else {
+                    sqlite3_result_null(context)
+                    return
+                }
+                SQLiteFunctions.result(key, context)
+            }, nil, nil, nil)
+    }
+
+    /// Sets `text` as the function's result.
+    static func result(_ text: String, _ context: OpaquePointer?) {
+        var text = text
+        text.withUTF8 { bytes in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                sqlite3_result_text(context, "", 0, nil)
+                return
+            }
+            base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                sqlite3_result_text(context, $0, Int32(bytes.count), csqlite_transient())
+            }
+        }
     }
 
     /// Starts the message of an error a function raised for the request's sake.

@@ -84,7 +84,7 @@ extension SQLiteStore {
                     entity: request.entityName)
             }
             var column = "\(alias).\(SQLiteSchema.quote(attribute.name))"
-            if attribute.type == .decimal { column = "CAST(\(column) AS REAL)" }
+            if attribute.type == .decimal { column = "strata_decimal(\(column))" }
             if descriptor.caseInsensitive && attribute.type == .string { column = "strata_fold(\(column), 1)" }
             order.append("\(column) \(descriptor.ascending ? "ASC" : "DESC")")
         }

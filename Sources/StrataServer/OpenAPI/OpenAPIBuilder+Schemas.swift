@@ -12,8 +12,8 @@ enum SchemaMode {
 }
 
 extension OpenAPIBuilder {
-    /// A decimal as the server writes it (`Decimal`'s description): plain digits, no exponent, of
-    /// any length (a stored value may have more digits than a request may send).
+    /// A decimal as the server writes it (`Decimal`'s description, as `NSDecimalNumber` prints):
+    /// plain digits, no exponent, up to 165 of them (38 significant digits times 10^127).
     static let decimalOutputPattern = #"^-?[0-9]+(\.[0-9]+)?$"#
     /// The characters ICU's `\s` matches (Unicode White_Space), spelled out: ECMA-262 and Python,
     /// which read a schema's `pattern`, each have a `\s` of their own (ECMA adds U+FEFF and leaves
@@ -261,12 +261,15 @@ extension OpenAPIBuilder {
         _ attribute: AttributeDescription, writing: Bool, nullable: Bool, notes: inout [String]
     ) -> OpenAPINode {
         guard writing else {
-            notes.append("An exact decimal number, written as a string.")
+            notes.append(
+                "An exact decimal number, written as a string of plain digits: no exponent, "
+                    + "no trailing zeros after the point.")
             return ["type": "string", "pattern": .string(Self.decimalOutputPattern)]
         }
         let text: OpenAPINode = ["type": "string", "pattern": .string(AttributeValue.decimalPattern)]
         notes.append(
-            "An exact decimal number, written as a string such as \"9.99\"; a JSON integer is accepted too.")
+            "An exact decimal number, written as a string such as \"9.99\" or \"1.5e-3\", with "
+                + "\(AttributeValue.decimalLimit) (what NSDecimalNumber holds); a JSON integer is accepted too.")
         if let value = attribute.minValue { notes.append("At least \(Self.plain(value)).") }
         if let value = attribute.maxValue { notes.append("At most \(Self.plain(value)).") }
         // A bound of 0 is a sign, which a pattern states exactly; other bounds hold for the

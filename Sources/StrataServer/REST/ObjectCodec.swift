@@ -277,7 +277,7 @@ struct ObjectCodec {
         case .integer32: "an integer from -2147483648 to 2147483647"
         case .integer64: "a 64-bit integer"
         case .double, .float: "a number"
-        case .decimal: "a decimal number written as a string"
+        case .decimal: "a decimal number written as a string, with \(AttributeValue.decimalLimit)"
         case .boolean: "true or false"
         case .date: "an RFC 3339 date-time string"
         case .binary: "base64 text"
