@@ -423,10 +423,17 @@ final class ResolvedEntity: Sendable {
             }
             return result
         }
+        let columns = suffixedColumns(entities: entities, root: { chain($0).first?.name ?? $0 })
         var resolved: [String: ResolvedEntity] = [:]
         for entity in entities {
             let lineage = chain(entity.name)
-            let attributes = lineage.flatMap(\.attributes)
+            let attributes = lineage.flatMap { declaring in
+                declaring.attributes.map { attribute in
+                    var attribute = attribute
+                    attribute.suffixedColumn = columns[declaring.name]?[attribute.name]
+                    return attribute
+                }
+            }
             let relationships = lineage.flatMap(\.relationships)
             let family = entities.filter { candidate in chain(candidate.name).contains { $0.name == entity.name } }
             resolved[entity.name] = ResolvedEntity(
@@ -441,5 +448,38 @@ final class ResolvedEntity: Sendable {
                 })
         }
         return resolved
+    }
+
+    /// For each declaring entity, the attributes whose column is not their name: within one
+    /// hierarchy (one table), the first type declared under a name (entities by name, as Core Data
+    /// numbers them) keeps the name, and each other type takes the name with the next free suffix
+    /// (`1`, `2`, …), shared by the entities that declare it with that type.
+    static func suffixedColumns(
+        entities: [EntityDescription], root: (String) -> String
+    ) -> [String: [String: String]] {
+        var result: [String: [String: String]] = [:]
+        let hierarchies = Dictionary(grouping: entities, by: { root($0.name) })
+        for family in hierarchies.values where family.count > 1 {
+            let sorted = family.sorted { $0.name < $1.name }
+            var used = Set(sorted.flatMap { $0.attributes.map(\.name) + $0.relationships.map(\.name) })
+            var columnOf: [String: [AttributeType: String]] = [:]
+            for entity in sorted {
+                for attribute in entity.attributes {
+                    var types = columnOf[attribute.name, default: [:]]
+                    if types.isEmpty { types[attribute.type] = attribute.name }
+                    if types[attribute.type] == nil {
+                        var suffix = 1
+                        while used.contains(attribute.name + String(suffix)) { suffix += 1 }
+                        types[attribute.type] = attribute.name + String(suffix)
+                        used.insert(attribute.name + String(suffix))
+                    }
+                    columnOf[attribute.name] = types
+                    if let column = types[attribute.type], column != attribute.name {
+                        result[entity.name, default: [:]][attribute.name] = column
+                    }
+                }
+            }
+        }
+        return result
     }
 }

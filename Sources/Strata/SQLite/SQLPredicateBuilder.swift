@@ -191,7 +191,7 @@ struct SQLPredicateBuilder {
     private mutating func leaf(_ path: ModelKeyPath, in scope: Scope) throws(PredicateError) -> Operand {
         switch path.leaf {
         case .attribute(let attribute):
-            var sql = try column(attribute.name, in: scope)
+            var sql = try column(attribute.columnName, in: scope)
             // Decimals compare through REAL, as in-memory evaluation compares them.
             if attribute.type == .decimal { sql = "CAST(\(sql) AS REAL)" }
             return .column(sql, type: attribute.type, name: path.text)
