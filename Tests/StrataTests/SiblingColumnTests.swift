@@ -68,6 +68,22 @@ import Testing
         #expect(model.storage(of: "songs", in: "Genre") == .inverseForeignKey(inverse: "genre"))
     }
 
+    @Test func entitiesAreTakenInCoreDatasNumberingOrderDepthFirst() throws {
+        // Root, beta, Zed (beta's subentity), Gamma: Zed's type keeps the name although Gamma
+        // sorts before it by name.
+        let json = #"""
+            {"name": "Order", "entities": [
+              {"name": "Root", "attributes": [{"name": "title", "type": "string"}]},
+              {"name": "Gamma", "parent": "Root", "attributes": [{"name": "x", "type": "integer32"}]},
+              {"name": "beta", "parent": "Root", "attributes": [{"name": "y", "type": "string"}]},
+              {"name": "Zed", "parent": "beta", "attributes": [{"name": "x", "type": "string"}]}
+            ]}
+            """#
+        let model = try ObjectModel.load(json: Array(json.utf8))
+        #expect(model.columnName(of: "x", in: "Zed") == "x")
+        #expect(model.columnName(of: "x", in: "Gamma") == "x1")
+    }
+
     @Test func aSubentityRedeclaringItsParentsAttributeIsStillRefused() {
         let json = #"""
             {"name": "Override", "entities": [

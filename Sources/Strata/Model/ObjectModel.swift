@@ -451,16 +451,26 @@ final class ResolvedEntity: Sendable {
     }
 
     /// For each declaring entity, the attributes whose column is not their name: within one
-    /// hierarchy (one table), the first type declared under a name (entities by name, as Core Data
-    /// numbers them) keeps the name, and each other type takes the name with the next free suffix
-    /// (`1`, `2`, …), shared by the entities that declare it with that type.
+    /// hierarchy (one table), the first type declared under a name (entities in the order Core Data
+    /// numbers them: depth first, siblings by name) keeps the name, and each other type takes the
+    /// name with the next free suffix (`1`, `2`, …), shared by the entities that declare it with
+    /// that type.
     static func suffixedColumns(
         entities: [EntityDescription], root: (String) -> String
     ) -> [String: [String: String]] {
         var result: [String: [String: String]] = [:]
         let hierarchies = Dictionary(grouping: entities, by: { root($0.name) })
         for family in hierarchies.values where family.count > 1 {
-            let sorted = family.sorted { $0.name < $1.name }
+            // Core Data's entity numbering: depth first, siblings in case-insensitive name order.
+            let children = Dictionary(grouping: family.filter { $0.parent != nil }, by: { $0.parent! })
+            func visit(_ entity: EntityDescription) -> [EntityDescription] {
+                let next = (children[entity.name] ?? []).sorted {
+                    ($0.name.lowercased(), $0.name) < ($1.name.lowercased(), $1.name)
+                }
+                return [entity] + next.flatMap(visit)
+            }
+            guard let top = family.first(where: { $0.name == root($0.name) && $0.parent == nil }) else { continue }
+            let sorted = visit(top)
             var used = Set(sorted.flatMap { $0.attributes.map(\.name) + $0.relationships.map(\.name) })
             var columnOf: [String: [AttributeType: String]] = [:]
             for entity in sorted {
