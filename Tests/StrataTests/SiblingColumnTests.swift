@@ -84,6 +84,34 @@ import Testing
         #expect(model.columnName(of: "x", in: "Gamma") == "x1")
     }
 
+    @Test(arguments: StoreUnderTest.allCases)
+    func anAttributeNamedAsASiblingsToOneTakesAColumnOfItsOwn(kind: StoreUnderTest) throws {
+        let json = #"""
+            {"name": "Owners", "entities": [
+              {"name": "Person", "attributes": [{"name": "name", "type": "string"}],
+               "relationships": [{"name": "cars", "destination": "Car", "toMany": true, "inverse": "owner"}]},
+              {"name": "Thing", "abstract": true, "attributes": [{"name": "label", "type": "string"}]},
+              {"name": "Book", "parent": "Thing", "attributes": [{"name": "owner", "type": "string"}]},
+              {"name": "Car", "parent": "Thing",
+               "relationships": [{"name": "owner", "destination": "Person", "inverse": "cars"}]}
+            ]}
+            """#
+        let model = try ObjectModel.load(json: Array(json.utf8))
+        #expect(model.columnName(of: "owner", in: "Book") == "owner1")
+        #expect(model.columnName(of: "owner", in: "Car") == "owner")
+        let folder = TemporaryDirectory()
+        let store = try kind.open(folder, model: model)
+        let person = try newRow(store, "Person", ["name": .string("Ada")])
+        let book = try newRow(store, "Book", ["owner": .string("the library")])
+        var car = try newRow(store, "Car", ["label": .string("Roadster")])
+        car.toOne["owner"] = .some(person.id)
+        try store.save(StoreChanges(inserts: [person, book, car]))
+        #expect(try store.row(for: book.id)?.attributes["owner"] == .string("the library"))
+        #expect(try store.row(for: car.id)?.toOne["owner"] == .some(person.id))
+        let request = FetchRequest(entityName: "Book", predicate: try FetchPredicate(format: "owner == 'the library'"))
+        #expect(try store.fetch(request).map(\.id) == [book.id])
+    }
+
     @Test func aSubentityRedeclaringItsParentsAttributeIsStillRefused() {
         let json = #"""
             {"name": "Override", "entities": [

@@ -127,6 +127,9 @@ struct ModelValidator {
         return result
     }
 
+    /// Names of properties: unique along a lineage (a subentity cannot redeclare an inherited one,
+    /// as in Core Data). Entities that are not each other's ancestors may share a name: an attribute
+    /// whose column would clash takes one of its own (``AttributeDescription/columnName``).
     private mutating func checkProperties(of entity: EntityDescription) {
         var seen: [String: String] = [:]
         for ancestor in lineage(of: entity) {
@@ -153,18 +156,6 @@ struct ModelValidator {
                 add(
                     .invalidName, entity.name, name,
                     "property name must start with a letter and hold only ASCII letters, digits and '_'")
-            }
-        }
-        // Entities of one hierarchy share a table. Same-named attributes of other types take
-        // columns of their own (see `AttributeDescription.columnName`); an attribute and a
-        // relationship of one name would share the column.
-        let root = lineage(of: entity).first?.name ?? entity.name
-        for other in entities where other.name != entity.name && lineage(of: other).first?.name == root {
-            for attribute in entity.attributes
-            where other.relationships.contains(where: { $0.name == attribute.name }) {
-                add(
-                    .conflictingColumn, entity.name, attribute.name,
-                    "'\(other.name).\(attribute.name)' is a relationship; entities of one hierarchy share a table")
             }
         }
     }

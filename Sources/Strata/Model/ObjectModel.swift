@@ -454,7 +454,7 @@ final class ResolvedEntity: Sendable {
     /// hierarchy (one table), the first type declared under a name (entities in the order Core Data
     /// numbers them: depth first, siblings by name) keeps the name, and each other type takes the
     /// name with the next free suffix (`1`, `2`, …), shared by the entities that declare it with
-    /// that type.
+    /// that type. A to-one relationship of that name keeps the bare name for its foreign key.
     static func suffixedColumns(
         entities: [EntityDescription], root: (String) -> String
     ) -> [String: [String: String]] {
@@ -472,11 +472,13 @@ final class ResolvedEntity: Sendable {
             guard let top = family.first(where: { $0.name == root($0.name) && $0.parent == nil }) else { continue }
             let sorted = visit(top)
             var used = Set(sorted.flatMap { $0.attributes.map(\.name) + $0.relationships.map(\.name) })
+            // A to-one relationship's column keeps its name: attributes of that name take suffixes.
+            let toOne = Set(sorted.flatMap { $0.relationships.filter { !$0.isToMany }.map(\.name) })
             var columnOf: [String: [AttributeType: String]] = [:]
             for entity in sorted {
                 for attribute in entity.attributes {
                     var types = columnOf[attribute.name, default: [:]]
-                    if types.isEmpty { types[attribute.type] = attribute.name }
+                    if types.isEmpty && !toOne.contains(attribute.name) { types[attribute.type] = attribute.name }
                     if types[attribute.type] == nil {
                         var suffix = 1
                         while used.contains(attribute.name + String(suffix)) { suffix += 1 }
