@@ -310,13 +310,16 @@ def build(model, path, wal, support_name, version_name):
         if kind == "Cat":
             row["ZINDOOR"] = pk % 2
             row["ZTOY"] = "mouse %d" % pk
-            item.update({"indoor": bool(pk % 2), "toy": "mouse %d" % pk})
+            # Cat.ageWeeks (Integer 64) and Puppy.ageWeeks (Integer 32): Cat, numbered first, has
+            # ZAGEWEEKS; Puppy's is ZAGEWEEKS1.
+            row["ZAGEWEEKS"] = 5000000000 + pk
+            item.update({"indoor": bool(pk % 2), "toy": "mouse %d" % pk, "ageWeeks": 5000000000 + pk})
         else:
             row["ZLIVES"] = pk % 3
             row["ZTOY1"] = "ball %d" % pk
             item.update({"lives": pk % 3, "toy": "ball %d" % pk})
             if kind == "Puppy":
-                row["ZAGEWEEKS"] = pk * 2
+                row["ZAGEWEEKS1"] = pk * 2
                 item["ageWeeks"] = pk * 2
         insert("ZANIMAL", row)
         animals.append(pk)

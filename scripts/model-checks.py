@@ -50,10 +50,7 @@ REFUSED = {
 }
 # Models Core Data loads that Strata refuses today: the issue that fixes each, and what the refusal
 # says. Any other outcome fails, a load included (the mark then goes).
-KNOWN = {
-    "Amperfy.xcdatamodeld": ("issue 36: Core Data loads Amperfy's model, Strata refuses it",
-                             "only a to-many relationship can be ordered"),
-}
+KNOWN = {}
 
 
 def material_missing():

@@ -189,6 +189,11 @@ import Testing
         }
         // The one store keeps the Core Data store's UUID.
         #expect(container.coordinator.stores.first?.identifier == report.sourceIdentifier)
+        // Cat.ageWeeks (Integer 64) came from ZAGEWEEKS and Puppy.ageWeeks (Integer 32) from
+        // ZAGEWEEKS1; Strata's own table names them the same way.
+        let db = try SQLiteConnection(path: target.path, readOnly: true)
+        let columns = try db.query("SELECT name FROM pragma_table_info('Animal')") { $0.text(0) }
+        #expect(columns.filter { $0.hasPrefix("ageWeeks") }.sorted() == ["ageWeeks", "ageWeeks1"])
     }
 
     @Test func aVersionIsChosenByHashesThenIdentifiersAndRefusedWhenAmbiguous() throws {

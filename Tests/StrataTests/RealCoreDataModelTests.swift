@@ -41,12 +41,7 @@ import Testing
     ]
 
     /// Models Core Data loads that Strata does not load yet.
-    static let knownIssues: [String: KnownRefusal] = [
-        "models/amperfy/Amperfy.xcdatamodeld": KnownRefusal(
-            issue: "issue 36: Core Data loads Amperfy's model (a to-one relationship marked ordered, a "
-                + "subentity's attribute of another integer size), Strata refuses it",
-            says: "only a to-many relationship can be ordered")
-    ]
+    static let knownIssues: [String: KnownRefusal] = [:]
 
     @Test(.enabled(if: CoreDataMaterial.requirement.runs, "\(CoreDataMaterial.requirement.skipComment)"))
     func theMaterialIsThere() throws {

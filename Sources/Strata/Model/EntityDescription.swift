@@ -1,6 +1,6 @@
 /// An attribute of an entity.
 public struct AttributeDescription: Sendable, Hashable {
-    /// The attribute's name, also its JSON member and column name.
+    /// The attribute's name, also its JSON member and (see ``columnName``) its column name.
     public var name: String
     /// The value type.
     public var type: AttributeType
@@ -30,6 +30,14 @@ public struct AttributeDescription: Sendable, Hashable {
     public var derivation: String? = nil
     /// What a Core Data model says of the attribute beyond its type, when it was read from one.
     public var coreData: CoreDataAttributeInfo? = nil
+    /// Set by ``ObjectModel`` when another entity of the hierarchy declares an attribute of the same
+    /// name with another type: the column this one's values take instead of `name`.
+    var suffixedColumn: String? = nil
+
+    /// The column that holds the attribute in its hierarchy's table: its name, or, when an entity
+    /// of the same hierarchy (not an ancestor) declares an attribute of that name with another
+    /// type, the name with a numeric suffix (`duration1`), as Core Data names such columns.
+    public var columnName: String { suffixedColumn ?? name }
 
     /// Creates an attribute.
     public init(

@@ -127,6 +127,9 @@ struct ModelValidator {
         return result
     }
 
+    /// Names of properties: unique along a lineage (a subentity cannot redeclare an inherited one,
+    /// as in Core Data). Entities that are not each other's ancestors may share a name: an attribute
+    /// whose column would clash takes one of its own (``AttributeDescription/columnName``).
     private mutating func checkProperties(of entity: EntityDescription) {
         var seen: [String: String] = [:]
         for ancestor in lineage(of: entity) {
@@ -153,25 +156,6 @@ struct ModelValidator {
                 add(
                     .invalidName, entity.name, name,
                     "property name must start with a letter and hold only ASCII letters, digits and '_'")
-            }
-        }
-        // Entities of one hierarchy share a table: same-named properties of siblings must agree.
-        let root = lineage(of: entity).first?.name ?? entity.name
-        for other in entities where other.name < entity.name && lineage(of: other).first?.name == root {
-            for attribute in entity.attributes {
-                if let clash = other.attributes.first(where: { $0.name == attribute.name }),
-                    clash.type != attribute.type
-                {
-                    add(
-                        .conflictingColumn, entity.name, attribute.name,
-                        "'\(other.name).\(attribute.name)' has type \(clash.type.rawValue) but this one has \(attribute.type.rawValue); entities of one hierarchy share a table"
-                    )
-                }
-                if other.relationships.contains(where: { $0.name == attribute.name }) {
-                    add(
-                        .conflictingColumn, entity.name, attribute.name,
-                        "'\(other.name).\(attribute.name)' is a relationship; entities of one hierarchy share a table")
-                }
             }
         }
     }
@@ -245,7 +229,8 @@ struct ModelValidator {
             )
         }
         if relationship.isOrdered && !relationship.isToMany {
-            add(.invalidValue, entity.name, name, "only a to-many relationship can be ordered")
+            // Core Data loads it and ignores the flag.
+            warn(.invalidValue, entity.name, name, "a to-one relationship cannot be ordered: 'ordered' is ignored")
         }
         guard let destination = byName[relationship.destination] else {
             add(.unknownEntity, entity.name, name, "destination entity '\(relationship.destination)' does not exist")

@@ -30,6 +30,12 @@ public enum RelationshipStorage: Sendable, Hashable {
 }
 
 extension ObjectModel {
+    /// The column of property `name` of `entity` in its hierarchy's table: an attribute's
+    /// ``AttributeDescription/columnName``, else the name itself.
+    public func columnName(of name: String, in entity: String) -> String {
+        attribute(name, of: entity)?.columnName ?? name
+    }
+
     /// The entity in `entity`'s lineage that declares property `name`.
     public func declaringEntity(of name: String, in entity: String) -> String? {
         var current: String? = entity

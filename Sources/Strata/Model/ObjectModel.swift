@@ -423,10 +423,17 @@ final class ResolvedEntity: Sendable {
             }
             return result
         }
+        let columns = suffixedColumns(entities: entities, root: { chain($0).first?.name ?? $0 })
         var resolved: [String: ResolvedEntity] = [:]
         for entity in entities {
             let lineage = chain(entity.name)
-            let attributes = lineage.flatMap(\.attributes)
+            let attributes = lineage.flatMap { declaring in
+                declaring.attributes.map { attribute in
+                    var attribute = attribute
+                    attribute.suffixedColumn = columns[declaring.name]?[attribute.name]
+                    return attribute
+                }
+            }
             let relationships = lineage.flatMap(\.relationships)
             let family = entities.filter { candidate in chain(candidate.name).contains { $0.name == entity.name } }
             resolved[entity.name] = ResolvedEntity(
@@ -441,5 +448,50 @@ final class ResolvedEntity: Sendable {
                 })
         }
         return resolved
+    }
+
+    /// For each declaring entity, the attributes whose column is not their name: within one
+    /// hierarchy (one table), the first type declared under a name (entities in the order Core Data
+    /// numbers them: depth first, siblings by name) keeps the name, and each other type takes the
+    /// name with the next free suffix (`1`, `2`, …), shared by the entities that declare it with
+    /// that type. A to-one relationship of that name keeps the bare name for its foreign key.
+    static func suffixedColumns(
+        entities: [EntityDescription], root: (String) -> String
+    ) -> [String: [String: String]] {
+        var result: [String: [String: String]] = [:]
+        let hierarchies = Dictionary(grouping: entities, by: { root($0.name) })
+        for family in hierarchies.values where family.count > 1 {
+            // Core Data's entity numbering: depth first, siblings in case-insensitive name order.
+            let children = Dictionary(grouping: family.filter { $0.parent != nil }, by: { $0.parent! })
+            func visit(_ entity: EntityDescription) -> [EntityDescription] {
+                let next = (children[entity.name] ?? []).sorted {
+                    ($0.name.lowercased(), $0.name) < ($1.name.lowercased(), $1.name)
+                }
+                return [entity] + next.flatMap(visit)
+            }
+            guard let top = family.first(where: { $0.name == root($0.name) && $0.parent == nil }) else { continue }
+            let sorted = visit(top)
+            var used = Set(sorted.flatMap { $0.attributes.map(\.name) + $0.relationships.map(\.name) })
+            // A to-one relationship's column keeps its name: attributes of that name take suffixes.
+            let toOne = Set(sorted.flatMap { $0.relationships.filter { !$0.isToMany }.map(\.name) })
+            var columnOf: [String: [AttributeType: String]] = [:]
+            for entity in sorted {
+                for attribute in entity.attributes {
+                    var types = columnOf[attribute.name, default: [:]]
+                    if types.isEmpty && !toOne.contains(attribute.name) { types[attribute.type] = attribute.name }
+                    if types[attribute.type] == nil {
+                        var suffix = 1
+                        while used.contains(attribute.name + String(suffix)) { suffix += 1 }
+                        types[attribute.type] = attribute.name + String(suffix)
+                        used.insert(attribute.name + String(suffix))
+                    }
+                    columnOf[attribute.name] = types
+                    if let column = types[attribute.type], column != attribute.name {
+                        result[entity.name, default: [:]][attribute.name] = column
+                    }
+                }
+            }
+        }
+        return result
     }
 }

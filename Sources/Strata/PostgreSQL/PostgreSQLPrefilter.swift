@@ -123,7 +123,7 @@ struct PostgreSQLPrefilter {
             guard table.columns.contains(.attribute(attribute)), let domain = domain(of: attribute.type) else {
                 return (nil, false)
             }
-            let column = "t.\(PostgreSQLSchema.quote(attribute.name))"
+            let column = "t.\(PostgreSQLSchema.quote(attribute.columnName))"
             return try attributeComparison(comparison, column, attribute, domain)
         case .object where text == "SELF":
             // The object itself against a stored object of this store (a keyset cursor's

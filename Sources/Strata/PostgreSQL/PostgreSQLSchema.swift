@@ -100,11 +100,14 @@ struct PostgreSQLSchema: Sendable {
                 : " WHERE \"_entity\" IN (\(family.map { "'\($0.replacingOccurrences(of: "'", with: "''"))'" }.joined(separator: ", ")))"
             for (index, group) in description.uniqueness.enumerated() {
                 statements.append(
-                    "CREATE UNIQUE INDEX \(Self.quote("_unique_\(entity)_\(index)")) ON \(qualified(table.name)) (\(group.map(Self.quote).joined(separator: ", ")))\(partial)"
+                    "CREATE UNIQUE INDEX \(Self.quote("_unique_\(entity)_\(index)")) ON \(qualified(table.name)) (\(group.map { Self.quote(base.model.columnName(of: $0, in: entity)) }.joined(separator: ", ")))\(partial)"
                 )
             }
             for index in description.indexes {
-                let columns = index.properties.map { Self.quote($0) + (index.descending.contains($0) ? " DESC" : "") }
+                let columns = index.properties.map {
+                    Self.quote(base.model.columnName(of: $0, in: entity))
+                        + (index.descending.contains($0) ? " DESC" : "")
+                }
                 statements.append(
                     "CREATE INDEX \(Self.quote("\(entity)_\(index.name)")) ON \(qualified(table.name)) (\(columns.joined(separator: ", ")))"
                 )

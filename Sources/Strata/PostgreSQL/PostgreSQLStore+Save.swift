@@ -132,7 +132,7 @@ extension PostgreSQLStore: SQLStore {
         _ rows: [StoreRow], _ range: Range<Int>, entity: String, plan: SQLiteSchema.RowPlan, _ c: PGConnection
     ) throws {
         var columns: [String] = ["_pk", "_entity", "_version"]
-        columns.append(contentsOf: plan.layout.names)
+        columns.append(contentsOf: plan.layout.names.map { model.columnName(of: $0, in: entity) })
         columns.append(contentsOf: plan.foreignKeys.map { $0.info.name })
         let columnList = columns.map { PostgreSQLSchema.quote($0) }.joined(separator: ", ")
         let table = schema.qualified(model.rootEntity(of: entity))

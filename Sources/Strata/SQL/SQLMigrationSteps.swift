@@ -182,7 +182,13 @@ extension MigrationStep {
         }
         switch column {
         case .attribute(let attribute):
-            return mapping.attributes[entity]?[attribute.name] ?? .null
+            // The mapping names old attributes; their columns may carry a suffix.
+            let oldEntity = mapping.entities[entity] ?? entity
+            switch mapping.attributes[entity]?[attribute.name] ?? .null {
+            case .old(let name): return .old(old.columnName(of: name, in: oldEntity))
+            case .coalesce(let name, let value): return .coalesce(old.columnName(of: name, in: oldEntity), value)
+            case let other: return other
+            }
         case .foreignKey(let relationship):
             guard let oldName = mapping.relationships[entity]?[relationship.name] ?? nil else { return .null }
             return .old(oldName)

@@ -49,12 +49,12 @@ extension SQLStore {
         var arguments = SQLArguments(dialect)
         var assignments: [String] = []
         for (name, value) in update.attributes.sorted(by: { $0.key < $1.key }) {
-            guard model.attribute(name, of: entity) != nil else {
+            guard let attribute = model.attribute(name, of: entity) else {
                 throw StoreError(
                     .invalidRequest, "'\(entity)' has no attribute '\(name)'", storeURL: url, entity: entity,
                     fields: [name])
             }
-            assignments.append("\(dialect.quote(name)) = \(arguments.add(Dialect.encode(value)))")
+            assignments.append("\(dialect.quote(attribute.columnName)) = \(arguments.add(Dialect.encode(value)))")
         }
         for (name, value) in update.toOne.sorted(by: { $0.key < $1.key }) {
             guard let relationship = model.relationship(name, of: entity), !relationship.isToMany else {

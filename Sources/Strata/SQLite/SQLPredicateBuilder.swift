@@ -191,7 +191,7 @@ struct SQLPredicateBuilder {
     private mutating func leaf(_ path: ModelKeyPath, in scope: Scope) throws(PredicateError) -> Operand {
         switch path.leaf {
         case .attribute(let attribute):
-            return .column(try column(attribute.name, in: scope), type: attribute.type, name: path.text)
+            return .column(try column(attribute.columnName, in: scope), type: attribute.type, name: path.text)
         case .object(let entity):
             return .objectKey(scope.key, entity: entity, name: path.text)
         case .count(let relationship, _):

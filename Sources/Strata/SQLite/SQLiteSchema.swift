@@ -11,7 +11,7 @@ struct SQLiteSchema: Sendable {
 
         var name: String {
             switch self {
-            case .attribute(let attribute): attribute.name
+            case .attribute(let attribute): attribute.columnName
             case .foreignKey(let relationship): relationship.name
             }
         }
@@ -167,11 +167,11 @@ struct SQLiteSchema: Sendable {
             guard let layout = model.attributeLayout(of: entity), let table = tables[model.rootEntity(of: entity)]
             else { continue }
             let position = { (name: String) in Int32(table.columns.firstIndex { $0.name == name } ?? 0) }
-            let types = Dictionary(
-                model.attributes(of: entity).map { ($0.name, $0.type) }, uniquingKeysWith: { first, _ in first })
+            let attributes = Dictionary(
+                model.attributes(of: entity).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             plans[entity] = RowPlan(
                 layout: layout,
-                attributes: layout.names.map { (position($0), types[$0]!) },
+                attributes: layout.names.map { (position(attributes[$0]!.columnName), attributes[$0]!.type) },
                 foreignKeys: table.infos.enumerated().filter { offset, info in
                     info.type == nil && (columnsByEntity[entity] ?? []).contains { $0.name == info.name }
                 }.map { (Int32($0.offset), $0.element) })
@@ -210,7 +210,8 @@ struct SQLiteSchema: Sendable {
         // Columns in the order the save binds them: attributes by layout, then foreign keys.
         for (entity, plan) in plans {
             let names =
-                ["\"_pk\"", "\"_entity\"", "\"_version\""] + plan.layout.names.map(Self.quote)
+                ["\"_pk\"", "\"_entity\"", "\"_version\""]
+                + plan.layout.names.map { Self.quote(model.columnName(of: $0, in: entity)) }
                 + plan.foreignKeys.map { Self.quote($0.info.name) }
             let table = Self.quote(model.rootEntity(of: entity))
             inserts[entity] = SQLText(
@@ -366,7 +367,8 @@ struct SQLiteSchema: Sendable {
                     family.count == table.entities.count
                     ? "" : " WHERE \"_entity\" IN (\(family.map { "'\($0)'" }.joined(separator: ", ")))"
                 for (index, group) in description.uniqueness.enumerated() {
-                    let columns = group.map(Self.quote).joined(separator: ", ")
+                    let columns = group.map { Self.quote(model.columnName(of: $0, in: entity)) }.joined(
+                        separator: ", ")
                     statements.append(
                         "CREATE UNIQUE INDEX \(Self.quote("_unique_\(entity)_\(index)")) ON \(Self.quote(table.name)) (\(columns))\(partial)"
                     )
@@ -375,7 +377,8 @@ struct SQLiteSchema: Sendable {
                 // models reuse them across entities): the entity's name goes first.
                 for index in description.indexes {
                     let columns = index.properties.map {
-                        Self.quote($0) + (index.descending.contains($0) ? " DESC" : "")
+                        Self.quote(model.columnName(of: $0, in: entity))
+                            + (index.descending.contains($0) ? " DESC" : "")
                     }.joined(separator: ", ")
                     statements.append(
                         "CREATE INDEX \(Self.quote("\(entity)_\(index.name)")) ON \(Self.quote(table.name)) (\(columns))"

@@ -83,7 +83,7 @@ extension SQLiteStore {
                     .invalidRequest, "cannot sort by '\(descriptor.key)': no such attribute", storeURL: url,
                     entity: request.entityName)
             }
-            var column = "\(alias).\(SQLiteSchema.quote(attribute.name))"
+            var column = "\(alias).\(SQLiteSchema.quote(attribute.columnName))"
             if attribute.type == .decimal { column = "strata_decimal(\(column))" }
             if descriptor.caseInsensitive && attribute.type == .string { column = "strata_fold(\(column), 1)" }
             order.append("\(column) \(descriptor.ascending ? "ASC" : "DESC")")
