@@ -86,3 +86,33 @@ extension TemporaryDirectory {
         return "t_\(token)_\(suffix)"
     }
 }
+
+/// A PostgreSQL cluster of one test's own, for what would disturb the shared one (server settings
+/// changed with `ALTER SYSTEM`, backends terminated); stopped when the value goes.
+public final class PrivatePostgreSQLCluster: Sendable {
+    private let cluster: ScratchCluster
+
+    /// Starts a cluster (see ``PostgreSQLTestServer/requirement`` for when one can).
+    public init() throws {
+        try PostgreSQLTestServer.requirement.check()
+        cluster = try ScratchCluster.start()
+    }
+
+    deinit { cluster.stop() }
+
+    /// A connection URI for schema `schema` of the cluster's `postgres` database, with `extra`
+    /// query parameters (`application_name=…`) added.
+    public func storeURL(schema: String = "strata", extra: String = "") -> URL {
+        URL(string: "\(cluster.databaseURI)&schema=\(schema)\(extra.isEmpty ? "" : "&" + extra)")!
+    }
+
+    /// Runs `psql` with `sql`; returns its output (unaligned, tuples only).
+    @discardableResult
+    public func psql(_ sql: String) throws -> String { try cluster.psql(sql) }
+
+    /// Changes a server setting for every session (`ALTER SYSTEM` and a reload); nil resets it.
+    public func set(_ name: String, _ value: String?) throws {
+        try psql(value.map { "ALTER SYSTEM SET \(name) = '\($0)'" } ?? "ALTER SYSTEM RESET \(name)")
+        try psql("SELECT pg_reload_conf()")
+    }
+}

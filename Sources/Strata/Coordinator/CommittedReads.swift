@@ -56,6 +56,9 @@ public protocol CommittedReads: Sendable {
     var routes: [String: [StoreRoute]] { get }
     /// Every attached store, in the order they were added.
     var storeSummaries: [StoreSummary] { get }
+    /// Why stores that should take writes cannot now (a PostgreSQL store whose primary is gone
+    /// or demoted), one sentence per store; empty when every store can.
+    func writabilityProblems() -> [String]
     /// Calls `handler` whenever another process writes into a store shared with it (a
     /// PostgreSQL store other servers also open), on a thread of the store's.
     func observeExternalChanges(_ handler: @escaping @Sendable (ExternalStoreChange) -> Void)
@@ -85,4 +88,17 @@ extension StoreCoordinator: CommittedReads {
     }
 
     public func newReadContext() -> ObjectContext { ObjectContext(coordinator: self) }
+
+    public func writabilityProblems() -> [String] {
+        var problems: [String] = []
+        for case let store as PostgreSQLStore in stores where !store.options.readOnly {
+            do {
+                try store.checkWritable()
+            } catch {
+                problems.append(
+                    "configuration \(store.configuration ?? ObjectModel.defaultConfiguration): \(error.message)")
+            }
+        }
+        return problems
+    }
 }

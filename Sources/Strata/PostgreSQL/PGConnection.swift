@@ -21,8 +21,16 @@ struct PGError: Error, CustomStringConvertible, Sendable {
     var constraint: String?
     var description: String { sqlState.map { "\(message) (SQLSTATE \($0))" } ?? message }
 
-    /// Class 08 (connection exception), or no SQLSTATE at all (the connection is gone).
-    var isConnectionFailure: Bool { sqlState == nil || sqlState!.hasPrefix("08") || sqlState == "57P01" }
+    /// The connection is gone or going: no SQLSTATE at all, class 08 (connection exception), or
+    /// the server shutting down or not yet accepting connections (57P01, 57P02, 57P03). A commit
+    /// that meets one may or may not have happened.
+    var isConnectionFailure: Bool {
+        guard let sqlState else { return true }
+        return sqlState.hasPrefix("08") || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03"
+    }
+    /// The connection must not be used again: it failed, or its server is a standby now (25006, a
+    /// primary demoted under it), so every connection the pool holds is suspect as well.
+    var mustReconnect: Bool { isConnectionFailure || isReadOnly }
     var isUniqueViolation: Bool { sqlState == "23505" }
     /// A serialization failure or deadlock: the transaction may simply be run again.
     var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
@@ -41,6 +49,8 @@ struct PGRows: Sendable {
 final class PGConnection: @unchecked Sendable {
     // Used by one thread at a time (the pool's borrower, or the listener's own thread).
     let handle: OpaquePointer
+    /// The pool generation the connection was opened in (see ``PGPool/invalidate()``).
+    var generation = 0
 
     /// Connects with a libpq connection URI or key=value string.
     init(_ conninfo: String) throws(PGError) {
@@ -208,15 +218,19 @@ final class PGConnection: @unchecked Sendable {
 }
 
 /// Lends libpq connections to one caller at a time; results are plain values that may cross
-/// threads. A connection that failed at the connection level is dropped, not returned.
+/// threads. A connection that failed at the connection level, or found its server a standby, is
+/// closed, never returned, and with it every idle connection opened before (they lead to the same
+/// server): the next checkout connects afresh, which with several hosts and
+/// `target_session_attrs=read-write` finds the primary of the moment.
 final class PGPool: @unchecked Sendable {
-    // Safe to share: `idle` and `open` are guarded by `condition`.
+    // Safe to share: `idle`, `open` and `generation` are guarded by `condition`.
     let conninfo: String
     /// The most connections open at once; a caller past it waits for one to come back.
     let limit: Int
     private let condition = NSCondition()
     private var idle: [PGConnection] = []
     private var open = 0
+    private var generation = 0
     /// How long a caller waits for a connection when all are lent out.
     static let waitSeconds = 30.0
 
@@ -246,9 +260,12 @@ final class PGPool: @unchecked Sendable {
                 continue
             }
             open += 1
+            let current = generation
             condition.unlock()
             do {
-                return try PGConnection(conninfo)
+                let connection = try PGConnection(conninfo)
+                connection.generation = current
+                return connection
             } catch {
                 discard()
                 throw error
@@ -256,15 +273,43 @@ final class PGPool: @unchecked Sendable {
         }
     }
 
-    /// Takes a lent connection back; a broken one, or one left inside a transaction, is closed.
+    /// Takes a lent connection back; a broken one, one left inside a transaction, or one opened
+    /// before the pool was invalidated is closed.
     func checkin(_ connection: PGConnection) {
         guard connection.isOK, !connection.inTransaction else {
             discard()
             return
         }
         condition.lock()
+        guard connection.generation == generation else {
+            condition.unlock()
+            discard()
+            return
+        }
         idle.append(connection)
         condition.signal()
+        condition.unlock()
+    }
+
+    /// Takes back a lent connection that met `error`: closed, with every idle one, when the error
+    /// says its server is gone or read-only; else returned as ``checkin(_:)`` does.
+    func checkin(_ connection: PGConnection, after error: PGError) {
+        guard error.mustReconnect else {
+            if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
+            checkin(connection)
+            return
+        }
+        invalidate()
+        discard()
+    }
+
+    /// Closes every idle connection and marks the lent ones to be closed when they come back.
+    func invalidate() {
+        condition.lock()
+        generation += 1
+        open -= idle.count
+        idle.removeAll()
+        condition.broadcast()
         condition.unlock()
     }
 
@@ -276,7 +321,8 @@ final class PGPool: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Runs `body` on a connection; a connection failure is retried once on a new connection.
+    /// Runs `body` on a connection; a connection failure (or a read-only server) is retried once
+    /// on a new connection.
     func with<T>(_ body: (PGConnection) throws(PGError) -> T) throws(PGError) -> T {
         var attempt = 0
         while true {
@@ -287,9 +333,8 @@ final class PGPool: @unchecked Sendable {
                 checkin(connection)
                 return result
             } catch {
-                if connection.inTransaction { _ = try? connection.execute("ROLLBACK") }
-                checkin(connection)
-                if error.isConnectionFailure && attempt < 2 { continue }
+                checkin(connection, after: error)
+                if error.mustReconnect && attempt < 2 { continue }
                 throw error
             }
         }

@@ -78,23 +78,33 @@ extension PostgreSQLStore {
     }
 
     /// Runs `body` on a pooled connection, mapping what it throws to store errors.
+    /// A connection that fails (or finds its server gone) is replaced and the read run once more.
     private func reading<T>(_ body: (PGConnection) throws -> T) throws(StoreError) -> T {
         try checkOpen()
-        let c: PGConnection
-        do {
-            c = try pool.checkout()
-        } catch {
-            throw storeError(error, "cannot connect to PostgreSQL")
-        }
-        defer { pool.checkin(c) }
-        do {
-            return try body(c)
-        } catch let error as StoreError {
-            throw error
-        } catch let error as PGError {
-            throw storeError(error, "PostgreSQL read failed")
-        } catch {
-            throw StoreError(.io, "read failed: \(error)", storeURL: url)
+        var attempt = 0
+        while true {
+            attempt += 1
+            let c: PGConnection
+            do {
+                c = try pool.checkout()
+            } catch {
+                throw storeError(error, "cannot connect to PostgreSQL")
+            }
+            do {
+                let result = try body(c)
+                pool.checkin(c)
+                return result
+            } catch let error as StoreError {
+                pool.checkin(c)
+                throw error
+            } catch let error as PGError {
+                pool.checkin(c, after: error)
+                if error.mustReconnect && attempt < 2 { continue }
+                throw storeError(error, "PostgreSQL read failed")
+            } catch {
+                pool.checkin(c)
+                throw StoreError(.io, "read failed: \(error)", storeURL: url)
+            }
         }
     }
 

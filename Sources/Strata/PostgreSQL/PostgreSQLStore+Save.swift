@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 extension PostgreSQLStore {
     /// How many times a save that met a deadlock or serialization failure is run again.
@@ -18,16 +19,16 @@ extension PostgreSQLStore {
             }
             do {
                 try writeKeptChanges(c)
-                let versions = try write(changes, c)
+                let marker = UUID().uuidString.lowercased()
+                let versions = try write(changes, c, marker: marker)
                 return TransactionPreparedSave(versions: versions, changes: changes) {
-                    (commit, keep) throws(StoreError) in try self.finish(c, commit: commit, keep: keep)
+                    (commit, keep) throws(StoreError) in try self.finish(c, commit: commit, keep: keep, marker: marker)
                 }
             } catch let error as PGError {
-                _ = try? c.execute("ROLLBACK")
-                pool.checkin(c)
-                if (error.isRetryable || (error.isConnectionFailure && !c.isOK)) && attempt <= Self.retries {
-                    continue
-                }
+                pool.checkin(c, after: error)
+                // Nothing was committed: a deadlock, or a server gone or demoted before the commit,
+                // is run again (on a new connection, to whichever server is primary now).
+                if (error.isRetryable || error.mustReconnect) && attempt <= Self.retries { continue }
                 throw storeError(error, "PostgreSQL write failed")
             } catch let error as StoreError {
                 _ = try? c.execute("ROLLBACK")
@@ -41,15 +42,15 @@ extension PostgreSQLStore {
         }
     }
 
-    /// Begins a transaction on `c` and writes `changes`, their participation and housekeeping, and
-    /// the notification, leaving it open.
-    func write(_ changes: StoreChanges, _ c: PGConnection) throws -> [ObjectID: Int64] {
+    /// Begins a transaction on `c` and writes `changes`, their participation and housekeeping, the
+    /// commit marker `marker` (nil for none) and the notification, leaving it open.
+    func write(_ changes: StoreChanges, _ c: PGConnection, marker: String? = nil) throws -> [ObjectID: Int64] {
         try c.execute("BEGIN")
         // The query budget is for fetches; a save may wait for row locks as long as it must.
         if options.queryBudget != nil { try c.execute("SET LOCAL statement_timeout = 0") }
         let versions = try writeChanges(changes, c)
         try writeCrossStoreNotes(changes, c)
-        try notify(changes, c)
+        try notify(changes, c, marker: marker)
         return versions
     }
 
@@ -70,12 +71,20 @@ extension PostgreSQLStore {
         }
     }
 
-    /// One notification per save, naming the objects written (or `*` when they do not fit).
-    private func notify(_ changes: StoreChanges, _ c: PGConnection) throws {
+    /// One notification per save, naming the objects written (or `*` when they do not fit), sent
+    /// in the statement that inserts the save's commit marker (one round trip for both).
+    private func notify(_ changes: StoreChanges, _ c: PGConnection, marker: String?) throws {
         var ids: [ObjectID] = changes.inserts.map { $0.id }
         ids.append(contentsOf: changes.updates.map { $0.id })
         ids.append(contentsOf: changes.deletes.map { $0.id })
-        guard !ids.isEmpty else { return }
+        let markers = schema.qualified(Self.commitMarkerTable)
+        if marker != nil, commitMarkers.add(1, ordering: .relaxed).newValue % Self.markerPurgeInterval == 0 {
+            try c.execute("DELETE FROM \(markers) WHERE at < now() - interval '1 hour'")
+        }
+        guard !ids.isEmpty else {
+            if let marker { try c.execute("INSERT INTO \(markers) (token) VALUES ($1)", [.text(marker)]) }
+            return
+        }
         var payload = instance
         for id in ids {
             payload += " \(id.entityName)/\(id.primaryKey ?? 0)"
@@ -84,22 +93,73 @@ extension PostgreSQLStore {
                 break
             }
         }
-        try c.execute("SELECT pg_notify($1, $2)", [.text(notificationChannel), .text(payload)])
+        if let marker {
+            try c.execute(
+                "WITH marker AS (INSERT INTO \(markers) (token) VALUES ($3)) SELECT pg_notify($1, $2)",
+                [.text(notificationChannel), .text(payload), .text(marker)])
+        } else {
+            try c.execute("SELECT pg_notify($1, $2)", [.text(notificationChannel), .text(payload)])
+        }
     }
+
+    /// Saves between two purges of commit markers older than an hour.
+    static let markerPurgeInterval = 1000
 
     /// The channel this store's saves are announced on.
     var notificationChannel: String { "strata_" + metadata.identifier.lowercased() }
 
-    /// Ends the open transaction on `c`; with `keep`, a failed commit's changes are kept.
-    func finish(_ c: PGConnection, commit: Bool, keep: StoreChanges? = nil) throws(StoreError) {
-        defer { pool.checkin(c) }
+    /// Ends the open transaction on `c`; with `keep`, a failed commit's changes are kept. A commit
+    /// whose answer was lost with its connection is resolved by its `marker` (see
+    /// ``resolveCommit(marker:)``): it succeeds when the transaction committed.
+    func finish(_ c: PGConnection, commit: Bool, keep: StoreChanges? = nil, marker: String) throws(StoreError) {
         do throws(PGError) {
             try c.execute(commit ? "COMMIT" : "ROLLBACK")
+            pool.checkin(c)
+            return
         } catch {
-            _ = try? c.execute("ROLLBACK")
+            pool.checkin(c, after: error)
+            if commit && error.isConnectionFailure {
+                switch resolveCommit(marker: marker) {
+                case true?: return
+                case false?: break
+                case nil:
+                    throw StoreError(
+                        .outcomeUnknown,
+                        "the commit was sent to PostgreSQL but its answer was lost (\(error)), and no writable server could tell within \(Int(Self.resolveSeconds)) s whether it happened",
+                        storeURL: url)
+                }
+            }
             if let keep { keptChanges.withLock { $0.append(keep) } }
             throw storeError(error, "cannot commit")
         }
+    }
+
+    /// How long a commit whose answer was lost is looked for on the primary of the moment.
+    static let resolveSeconds = 60.0
+
+    /// Whether the transaction that inserted commit marker `marker` committed, asked of a writable
+    /// server (the primary, or the standby promoted in its place): inserting the same marker
+    /// waits for that transaction if it still runs and conflicts if it committed; when the insert
+    /// succeeds the transaction did not commit, and now never can. Nil when no writable server
+    /// answered within ``resolveSeconds``.
+    func resolveCommit(marker: String) -> Bool? {
+        let markers = schema.qualified(Self.commitMarkerTable)
+        let deadline = Date(timeIntervalSinceNow: Self.resolveSeconds)
+        var pause = 0.1
+        while Date() < deadline, !closed.load(ordering: .acquiring) {
+            do throws(PGError) {
+                let inserted = try pool.with { (c: PGConnection) throws(PGError) in
+                    try c.execute(
+                        "INSERT INTO \(markers) (token) VALUES ($1) ON CONFLICT (token) DO NOTHING", [.text(marker)]
+                    ).affected
+                }
+                return inserted == 0
+            } catch {
+                Thread.sleep(forTimeInterval: pause)
+                pause = min(pause * 2, 1)
+            }
+        }
+        return nil
     }
 }
 

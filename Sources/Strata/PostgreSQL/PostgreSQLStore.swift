@@ -45,6 +45,10 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     let keptChanges = Locked<[StoreChanges]>([])
     let homes: [String: ObjectID.Home]
     let closed = Atomic<Bool>(false)
+    /// When writability was last asked of the database, and what it answered.
+    let writability = Locked<(Date, StoreError?)?>(nil)
+    /// Saves that wrote a commit marker, counted to purge old markers now and then.
+    let commitMarkers = Atomic<Int>(0)
     /// This process's store instance, named in its notifications so that it skips its own.
     let instance = UUID().uuidString.lowercased()
     let externalHandlers = Locked<[@Sendable (ExternalStoreChange) -> Void]>([])
@@ -78,7 +82,9 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         entityNames = Set(entities)
         schema = PostgreSQLSchema(model: model, entities: entities, namespace: namespace)
         displayURL = PGConnection.redacted(url.absoluteString)
-        pool = PGPool(conninfo: Self.limitingStatements(conninfo, to: options.queryBudget), limit: poolSize)
+        pool = PGPool(
+            conninfo: Self.limitingConnects(Self.limitingStatements(conninfo, to: options.queryBudget)),
+            limit: poolSize)
         let hashes = model.entityVersionHashes.filter { entities.contains($0.key) }
         // Written with another model: migrated first when asked to, as SQLite stores are.
         if options.migrate, !options.readOnly,
@@ -100,6 +106,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
                 try c.execute("BEGIN")
                 try c.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("strata:" + namespace)])
                 var values = try Self.metadataValues(c, namespace: schema.namespace)
+                if !options.readOnly { try Self.createHousekeeping(c, schema) }
                 if values == nil {
                     for statement in schema.createStatements { try c.execute(statement) }
                     let rows = SQLiteStore.metadataValues(created, model: model)
@@ -139,6 +146,27 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             uniqueKeysWithValues: model.entityNames.map { ($0, ObjectID.Home.of(entity: $0, store: identifier)) })
     }
 
+    /// Creates the tables a store keeps beside its data where they are missing: the commit markers
+    /// (see ``commitMarkerTable``) and the idempotency ledger's table.
+    static func createHousekeeping(_ c: PGConnection, _ schema: PostgreSQLSchema) throws(PGError) {
+        try c.execute("CREATE SCHEMA IF NOT EXISTS \(PostgreSQLSchema.quote(schema.namespace))")
+        for (table, columns) in [
+            (commitMarkerTable, "token text PRIMARY KEY, at timestamptz NOT NULL DEFAULT now()"),
+            (
+                PostgreSQLIdempotency.table,
+                "scope text NOT NULL, key text NOT NULL, fingerprint text NOT NULL, owner text NOT NULL, created timestamptz NOT NULL DEFAULT now(), status integer, headers text, body bytea, PRIMARY KEY (scope, key)"
+            ),
+        ] {
+            let exists = try c.execute("SELECT to_regclass($1) IS NOT NULL", [.text(schema.qualified(table))])
+            if exists.rows.first?.first == "t" { continue }
+            try c.execute("CREATE TABLE IF NOT EXISTS \(schema.qualified(table)) (\(columns))")
+        }
+    }
+
+    /// The table of commit markers: every save inserts a token of its own in its transaction, so
+    /// that a commit whose answer was lost can be resolved on whichever server is primary after.
+    static let commitMarkerTable = "_strata_commits"
+
     /// `conninfo` with PostgreSQL's `statement_timeout` set to `budget` for every statement of
     /// its connections (saves lift it inside their transaction).
     static func limitingStatements(_ conninfo: String, to budget: Double?) -> String {
@@ -148,6 +176,24 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         return conninfo + (conninfo.contains("?") ? "&" : "?")
             + "options=-c%20statement_timeout%3D\(max(1, Int(budget * 1000)))"
     }
+
+    /// `conninfo` with libpq's `connect_timeout` of ``connectSeconds`` where it sets none, so that a
+    /// host that does not answer is given up (and the next one listed tried) instead of waited for
+    /// as long as TCP retries.
+    static func limitingConnects(_ conninfo: String) -> String {
+        guard !(URLComponents(string: conninfo)?.queryItems ?? []).contains(where: { $0.name == "connect_timeout" })
+        else { return conninfo }
+        return conninfo + (conninfo.contains("?") ? "&" : "?") + "connect_timeout=\(connectSeconds)"
+    }
+
+    /// How long one host is given to accept a connection, when the URI does not say.
+    static let connectSeconds = 5
+
+    /// The URL of a libpq connection URI, the form that lists several hosts in its authority
+    /// (`postgresql://h1:5432,h2:5433/db`) included: its hosts and ports are moved into the
+    /// query (`postgresql:///db?host=h1,h2&port=5432,5433`), which libpq reads alike. Nil for
+    /// text that is no `postgresql://` or `postgres://` URI.
+    public static func connectionURL(_ text: String) -> URL? { PostgreSQLStoreKind.connectionURL(text) }
 
     /// `uri` (or any text holding one) with its password left out, for logs and error messages.
     public static func redacted(_ uri: String) -> String { PGConnection.redacted(uri) }
@@ -196,7 +242,13 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
 
     /// A libpq failure as a store error.
     func storeError(_ error: PGError, _ doing: String, entity: String? = nil) -> StoreError {
-        if error.isReadOnly { return StoreError(.readOnly, "\(doing): \(error)", storeURL: url, entity: entity) }
+        // A standby, or no server at all, while a primary fails over: the store comes back.
+        if error.mustReconnect {
+            return StoreError(
+                .unavailable,
+                "\(doing): \(error.isReadOnly ? "the database takes no writes now (no writable primary)" : "PostgreSQL cannot be reached") (\(error))",
+                storeURL: url, entity: entity)
+        }
         if error.sqlState == "57014" {
             return StoreError(
                 .overBudget,
@@ -262,6 +314,35 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         }
         let home = homes[entity] ?? ObjectID.Home.of(entity: entity, store: metadata.identifier)
         return keys.map { ObjectID(home: home, primaryKey: $0) }
+    }
+
+    /// Throws ``StoreError/Code/unavailable`` when the store cannot take a write now: no server
+    /// answers, or the one the pool reaches is a standby or read-only (its connections are then
+    /// closed, so the next checkout looks for the primary again). Asked of the database at most
+    /// once a second; the answer is kept in between.
+    public func checkWritable() throws(StoreError) {
+        try checkOpen()
+        let now = Date()
+        if let (at, problem) = writability.withLock({ $0 }), now.timeIntervalSince(at) < 1 {
+            if let problem { throw problem }
+            return
+        }
+        var problem: StoreError?
+        do throws(PGError) {
+            let readOnly = try pool.with { (c: PGConnection) throws(PGError) in
+                try c.execute("SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on'")
+                    .rows.first?.first == "t"
+            }
+            if readOnly {
+                pool.invalidate()
+                problem = StoreError(
+                    .unavailable, "the database takes no writes now (a standby or read-only server)", storeURL: url)
+            }
+        } catch {
+            problem = storeError(error, "cannot reach a writable PostgreSQL server")
+        }
+        writability.withLock { $0 = (now, problem) }
+        if let problem { throw problem }
     }
 
     public var isDurable: Bool { true }

@@ -21,6 +21,49 @@ struct PostgreSQLStoreKind: StoreKind {
     /// A `postgresql://` or `postgres://` connection URI.
     func recognizes(_ url: URL) -> Bool { Self.isConnectionURI(url) }
 
+    /// The URL of a libpq connection URI: as written, or, for the form that lists several hosts in
+    /// its authority (`postgresql://user@h1:5432,h2:5433/db?…`, which `URL` cannot hold), the same
+    /// connection with the hosts and ports in the query (`postgresql://user@/db?host=h1,h2&port=5432,5433&…`),
+    /// which libpq reads alike. Nil for text that is neither.
+    static func connectionURL(_ text: String) -> URL? {
+        let lowered = text.lowercased()
+        guard let scheme = ["postgresql://", "postgres://"].first(where: { lowered.hasPrefix($0) }) else { return nil }
+        if let url = URL(string: text), url.host?.contains(",") != true { return url }
+        var rest = Substring(text.dropFirst(scheme.count))
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        var authority = rest[..<authorityEnd]
+        rest = rest[authorityEnd...]
+        var user = ""
+        if let at = authority.lastIndex(of: "@") {
+            user = String(authority[...at])
+            authority = authority[authority.index(after: at)...]
+        }
+        var hosts: [String] = []
+        var ports: [String] = []
+        for entry in authority.split(separator: ",", omittingEmptySubsequences: false) {
+            // `[::1]:5432`, `host:5432`, `host`.
+            var host = Substring(entry)
+            var port = Substring("")
+            if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+                let after = host[host.index(after: close)...]
+                port = after.hasPrefix(":") ? after.dropFirst() : ""
+                host = host[host.index(after: host.startIndex)..<close]
+            } else if let colon = host.lastIndex(of: ":") {
+                port = host[host.index(after: colon)...]
+                host = host[..<colon]
+            }
+            guard !host.isEmpty, port.allSatisfy(\.isNumber) else { return nil }
+            hosts.append(String(host))
+            ports.append(String(port))
+        }
+        let path = rest.prefix { $0 != "?" }
+        let query = rest.dropFirst(path.count).dropFirst()
+        var items = "host=" + hosts.joined(separator: ",")
+        if ports.contains(where: { !$0.isEmpty }) { items += "&port=" + ports.joined(separator: ",") }
+        if !query.isEmpty { items += "&" + query }
+        return URL(string: scheme + user + (path.isEmpty ? "/" : String(path)) + "?" + items)
+    }
+
     static func isConnectionURI(_ url: URL) -> Bool {
         ["postgresql", "postgres"].contains(url.scheme?.lowercased() ?? "")
     }

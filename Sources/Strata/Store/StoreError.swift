@@ -63,6 +63,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// A predicate needs more work on one value than is allowed (see
         /// ``PredicateError/isTooExpensive``).
         case tooExpensive
+        /// The store's database cannot be reached, or takes no writes now (a PostgreSQL primary
+        /// failing over): nothing was written; try again shortly.
+        case unavailable
+        /// A save's commit was sent but its answer was lost, and whether it committed could not be
+        /// found out in time: it may or may not have been written. Read before writing again.
+        case outcomeUnknown
     }
 
     /// The error for a predicate a store could not apply: `.tooExpensive` or `.invalidRequest`.

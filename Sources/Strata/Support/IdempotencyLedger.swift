@@ -1,16 +1,21 @@
 import Foundation
 
 /// Remembers the answers to requests sent with an idempotency key, so that a client retrying
-/// one gets the first answer instead of a second write: an SQLite file of its own
-/// (`synchronous=FULL`), keyed by who sent it (a token name) and the key.
+/// one gets the first answer instead of a second write, keyed by who sent it (a token name) and
+/// the key: an SQLite file of its own (`synchronous=FULL`) for one server, or a table in a
+/// PostgreSQL store (``init(sharedIn:lifetime:)``) that every server over that database shares,
+/// so that a retry may go to any of them.
 ///
 /// A key is claimed before its request runs and the claim is durable first; the answer is kept
 /// when the request ends. A claim left by a process that stopped mid-request stays unanswered
 /// (the first attempt's outcome is unknown), and its retries are told so.
 public final class IdempotencyLedger: @unchecked Sendable {
-    // Safe to share: `db` is only used under `lock`.
-    private let db: SQLiteConnection
+    // Safe to share: `db` is only used under `lock`; `shared` is safe to share itself.
+    private let db: SQLiteConnection?
+    private let shared: PostgreSQLIdempotency?
     private let lock = NSLock()
+    /// Where the answers are kept: a file path, or the PostgreSQL store's table.
+    public let location: String
     /// How long an answer is kept.
     public let lifetime: TimeInterval
     private var claims = 0
@@ -43,7 +48,8 @@ public final class IdempotencyLedger: @unchecked Sendable {
         case mismatch
         /// A request with the key is still running here.
         case inFlight
-        /// A request with the key was interrupted by a stop of the server; its outcome is unknown.
+        /// A request with the key was interrupted by a stop of the server (or its write's outcome
+        /// was lost); its outcome is unknown.
         case interrupted
     }
 
@@ -51,8 +57,11 @@ public final class IdempotencyLedger: @unchecked Sendable {
 
     /// Opens (or creates) the ledger at `path`, forgetting answers older than `lifetime`.
     public init(path: String, lifetime: TimeInterval = 24 * 3600) throws(StoreError) {
+        shared = nil
+        location = path
         do {
-            db = try SQLiteConnection(path: path)
+            let db = try SQLiteConnection(path: path)
+            self.db = db
             try db.execute("PRAGMA journal_mode=WAL")
             try db.execute("PRAGMA synchronous=FULL")
             try db.execute(
@@ -67,8 +76,21 @@ public final class IdempotencyLedger: @unchecked Sendable {
         try purge()
     }
 
+    /// Keeps the answers in `store`'s database (the table `_strata_idempotency` of its schema),
+    /// shared by every server over it; forgets answers older than `lifetime`.
+    public init(sharedIn store: PostgreSQLStore, lifetime: TimeInterval = 24 * 3600) throws(StoreError) {
+        db = nil
+        let shared = PostgreSQLIdempotency(store: store, lifetime: lifetime)
+        self.shared = shared
+        location = "\(store.displayURL) (\(store.schema.qualified(PostgreSQLIdempotency.table)))"
+        self.lifetime = lifetime
+        try shared.purge()
+    }
+
     /// Forgets answers past their lifetime.
     public func purge() throws(StoreError) {
+        if let shared { return try shared.purge() }
+        guard let db else { return }
         try locked { () throws(SQLiteError) in
             try db.run("DELETE FROM idempotency WHERE created < ?", [.real(Date().timeIntervalSince1970 - lifetime)])
         }
@@ -76,6 +98,8 @@ public final class IdempotencyLedger: @unchecked Sendable {
 
     /// Claims `key` for `scope`'s request with `fingerprint` (a digest of what the request asks).
     public func claim(scope: String, key: String, fingerprint: String) throws(StoreError) -> Claim {
+        if let shared { return try shared.claim(scope: scope, key: key, fingerprint: fingerprint) }
+        guard let db else { return .claimed }
         let id = scope + "\u{0}" + key
         return try locked { () throws(SQLiteError) -> Claim in
             claims += 1
@@ -104,11 +128,11 @@ public final class IdempotencyLedger: @unchecked Sendable {
     /// Keeps `answer` for the claimed key; nil gives the key up (the request changed nothing and
     /// may be sent again).
     public func finish(_ answer: Answer?, scope: String, key: String) {
+        if let shared { return shared.finish(answer, scope: scope, key: key) }
+        guard let db else { return }
         _ = try? locked { () throws(SQLiteError) in
             if let answer {
-                let headers = JSONValue.array(
-                    answer.headers.map { .array([.string($0.name), .string($0.value)]) }
-                ).jsonText
+                let headers = Self.headersText(answer.headers)
                 try db.run(
                     "UPDATE idempotency SET status = ?, headers = ?, body = ? WHERE scope = ? AND key = ?",
                     [
@@ -122,6 +146,34 @@ public final class IdempotencyLedger: @unchecked Sendable {
         running.withLock { _ = $0.remove(scope + "\u{0}" + key) }
     }
 
+    /// Leaves the claimed key unanswered for good: the request's write may or may not have
+    /// happened (its commit's outcome was lost), so a retry with the key is told so instead of
+    /// running again.
+    public func abandon(scope: String, key: String) {
+        if let shared { return shared.abandon(scope: scope, key: key) }
+        running.withLock { _ = $0.remove(scope + "\u{0}" + key) }
+    }
+
+    /// The headers of a kept answer as JSON text (`[[name, value], …]`).
+    static func headersText(_ headers: [(name: String, value: String)]) -> String {
+        JSONValue.array(headers.map { .array([.string($0.name), .string($0.value)]) }).jsonText
+    }
+
+    /// The headers `headersText(_:)` wrote.
+    static func headers(from text: String) -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = []
+        if case .array(let pairs)? = try? JSONValue.parse(Array(text.utf8)) {
+            for pair in pairs {
+                if case .array(let parts) = pair, parts.count == 2, let name = parts[0].stringValue,
+                    let value = parts[1].stringValue
+                {
+                    headers.append((name, value))
+                }
+            }
+        }
+        return headers
+    }
+
     private struct Row {
         var fingerprint: String
         var status: Int?
@@ -132,17 +184,9 @@ public final class IdempotencyLedger: @unchecked Sendable {
 
     private func sqliteRows(_ sql: String, _ arguments: [SQLiteValue]) throws(SQLiteError) -> [Row] {
         do {
+            guard let db else { return [] }
             return try db.query(sql, arguments) { statement in
-                var headers: [(name: String, value: String)] = []
-                if case .array(let pairs)? = try? JSONValue.parse(Array(statement.text(2).utf8)) {
-                    for pair in pairs {
-                        if case .array(let parts) = pair, parts.count == 2, let name = parts[0].stringValue,
-                            let value = parts[1].stringValue
-                        {
-                            headers.append((name, value))
-                        }
-                    }
-                }
+                let headers = Self.headers(from: statement.text(2))
                 let status = statement.isNull(1) ? nil : Int(statement.int64(1))
                 return Row(
                     fingerprint: statement.text(0), status: status, headers: headers,
