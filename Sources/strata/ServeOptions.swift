@@ -35,7 +35,8 @@ extension ServeCommand {
         .value(
             "--store", "CONFIG=SPEC", environment: "STRATA_STORE", items: .split(storeList), repeatable: true,
             help: "store of a configuration: sqlite:PATH, sqlite:PATH?durability=normal, memory:, or a PostgreSQL "
-                + "URI (postgresql://user@host:5432/db, optional &schema=NAME); Default=SPEC puts every entity in "
+                + "URI (postgresql://user@host:5432/db, several hosts as postgresql://user@h1:5432,h2:5432/db, optional "
+                + "?schema=NAME); Default=SPEC puts every entity in "
                 + "one store"
         ) { options, value in
             let text = value.text
@@ -46,7 +47,8 @@ extension ServeCommand {
                     "takes CONFIG=sqlite:PATH, CONFIG=memory: or CONFIG=postgresql://…",
                     shown: PostgreSQLStore.redacted(text),
                     note: text.contains("postgres")
-                        ? " (several hosts go in the query: postgresql:///db?host=a,b&port=5432,5433)" : "")
+                        ? " (several hosts: postgresql://user@a:5432,b:5433/db or postgresql:///db?host=a,b&port=5432,5433)"
+                        : "")
             }
             options.stores[String(text[..<equals])] = spec
         },
@@ -144,7 +146,8 @@ extension ServeCommand {
         .value(
             "--idempotency-hours", "H", environment: "STRATA_IDEMPOTENCY_HOURS", default: "24",
             help: "how long the answer to a write sent with an Idempotency-Key is kept, per token, in "
-                + "<data-dir>/_idempotency.sqlite; 0 ignores the header"
+                + "<data-dir>/_idempotency.sqlite, or with a PostgreSQL store in its database, shared by every server "
+                + "over it; 0 ignores the header"
         ) { $0.idempotencyHours = try $1.number(0...24 * 365, "a number of hours from 0 to 8760") },
         .value(
             "--log-format", "FORMAT", environment: "STRATA_LOG_FORMAT", default: "text",

@@ -76,3 +76,83 @@ struct SharedDatabaseTests {
         #expect(b.waitForExit() == 0, "\(b.stderr.current.suffix(2000))")
     }
 }
+
+/// Idempotency keys shared by the servers over one PostgreSQL database, and a server whose
+/// database stops taking writes.
+@Suite(
+    .serialized,
+    .enabled(if: PostgreSQLTestServer.requirement.runs, "\(PostgreSQLTestServer.requirement.skipComment)"))
+struct SharedDatabaseFailoverTests {
+    @Test func aRetryOnTheOtherServerReplaysTheFirstAnswer() throws {
+        let folder = TemporaryDirectory()
+        let url = try PostgreSQLTestServer.storeURL().absoluteString
+        let a = try StrataProcess([
+            "serve", "--port", "0", "--data-dir", folder.file("a").path, "--store", "Default=\(url)",
+        ])
+        let b = try StrataProcess([
+            "serve", "--port", "0", "--data-dir", folder.file("b").path, "--store", "Default=\(url)",
+        ])
+        let one = TestClient(port: try #require(a.port(), "\(a.stderr.current)"))
+        let two = TestClient(port: try #require(b.port(), "\(b.stderr.current)"))
+        let first = try one.send("POST", "/authors", json: #"{"name": "Once"}"#, headers: ["Idempotency-Key": "k-1"])
+        #expect(first.status == 201, "\(first.text)")
+        let again = try two.send("POST", "/authors", json: #"{"name": "Once"}"#, headers: ["Idempotency-Key": "k-1"])
+        #expect(again.status == 201)
+        #expect(again.header("Idempotent-Replayed") == "true")
+        #expect(again.body == first.body)
+        let other = try two.send("POST", "/authors", json: #"{"name": "Twice"}"#, headers: ["Idempotency-Key": "k-1"])
+        #expect(other.status == 422, "\(other.text)")
+        // Many retries of one key at once across both servers: one write.
+        let statuses = Locked<[Int]>([])
+        onThreads(8) { index in
+            let client = index % 2 == 0 ? one : two
+            let status =
+                (try? client.send(
+                    "POST", "/authors", json: #"{"name": "Raced"}"#, headers: ["Idempotency-Key": "k-race"]
+                ).status) ?? -1
+            statuses.withLock { $0.append(status) }
+        }
+        #expect(statuses.current.allSatisfy { $0 == 201 || $0 == 409 }, "\(statuses.current)")
+        let raced = try one.send("GET", "/authors?name=eq.Raced&count=exact").json.objectValue?["total"]
+        #expect(raced == .integer(1))
+        for process in [a, b] {
+            kill(process.process.processIdentifier, SIGINT)
+            #expect(process.waitForExit() == 0, "\(process.stderr.current.suffix(2000))")
+        }
+    }
+
+    /// The database turns read-only under a running server (a primary demoted): `/ready` says
+    /// not ready, writes get 503 with Retry-After (never 500), reads go on; once it takes writes
+    /// again, so does the server, without a restart.
+    @Test func aDatabaseThatStopsTakingWritesGivesServiceUnavailable() throws {
+        let cluster = try PrivatePostgreSQLCluster()
+        let folder = TemporaryDirectory()
+        let server = try StrataProcess([
+            "serve", "--port", "0", "--data-dir", folder.file("a").path, "--store",
+            "Default=\(cluster.storeURL().absoluteString)",
+        ])
+        let client = TestClient(port: try #require(server.port(), "\(server.stderr.current)"))
+        #expect(try client.send("GET", "/ready").status == 200)
+        let created = try client.send("POST", "/authors", json: #"{"name": "Before"}"#)
+        #expect(created.status == 201, "\(created.text)")
+        try cluster.set("default_transaction_read_only", "on")
+        try waitUntil(seconds: 30) { try client.send("GET", "/ready").status == 503 }
+        var refused: ClientResponse?
+        try waitUntil(seconds: 30) {
+            let response = try client.send("POST", "/authors", json: #"{"name": "During"}"#)
+            if response.status != 201 { refused = response }
+            return response.status != 201
+        }
+        #expect(refused?.status == 503, "\(refused?.text ?? "")")
+        #expect(refused?.header("Retry-After") != nil)
+        #expect(refused?.header("Content-Type") == "application/problem+json")
+        #expect(try client.send("GET", "/authors?name=eq.Before").status == 200)
+        try cluster.set("default_transaction_read_only", nil)
+        try waitUntil(seconds: 30) {
+            try client.send("POST", "/authors", json: #"{"name": "After"}"#).status == 201
+        }
+        try waitUntil(seconds: 10) { try client.send("GET", "/ready").status == 200 }
+        kill(server.process.processIdentifier, SIGINT)
+        #expect(server.waitForExit() == 0, "\(server.stderr.current.suffix(2000))")
+    }
+}

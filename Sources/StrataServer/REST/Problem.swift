@@ -137,6 +137,9 @@ extension Problem {
 
     /// The problem for any error a request handler meets: problems as they are, context and
     /// store errors mapped, anything else a 500.
+    /// The header of a `503` whose write may or may not have happened (`Strata-Outcome: unknown`).
+    static let outcomeHeader = "Strata-Outcome"
+
     static func from(_ error: any Error) -> Problem {
         switch error {
         case let problem as Problem: problem
@@ -165,6 +168,18 @@ extension Problem {
                 503, "Service Unavailable",
                 "\(error.message): narrow the filter (an indexed attribute, fewer rows, no MATCHES over a large table) or try again when the server is less busy",
                 headers: [("Retry-After", "1")])
+        case .unavailable:
+            self = Problem(
+                503, "Service Unavailable", "\(error.message); nothing was written, try again shortly",
+                headers: [("Retry-After", "2")])
+        case .outcomeUnknown:
+            // Not to be retried blindly: the write may have happened.
+            var problem = Problem(
+                503, "Service Unavailable",
+                "\(error.message); read the resource to see whether the write happened before sending it again",
+                headers: [("Retry-After", "5"), (Self.outcomeHeader, "unknown")])
+            problem.extra["outcome"] = .string("unknown")
+            self = problem
         case .full, .notWritable, .unsettled:
             // The store is named: the operator knows which disk or file to look at; reads go on.
             var problem = Problem(

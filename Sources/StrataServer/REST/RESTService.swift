@@ -381,7 +381,17 @@ public final class RESTService: Sendable {
             // The stores' locations and server versions are for admins.
             return json(200, indexDocument(detailed: context.scopes.contains(.admin)))
         case .live: return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Self.live)
-        case .ready: return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Self.ready)
+        case .ready:
+            // Ready means ready to write: a server whose database is a standby now is taken out.
+            let problems = reads.writabilityProblems()
+            guard problems.isEmpty else {
+                var problem = Problem(
+                    503, "Service Unavailable", "not ready: " + problems.joined(separator: "; "),
+                    headers: [("Retry-After", "2")])
+                problem.extra["status"] = .string("not ready")
+                throw problem
+            }
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Self.ready)
         case .metrics:
             return HTTPResponse(
                 status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")],

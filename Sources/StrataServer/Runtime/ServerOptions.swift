@@ -11,11 +11,14 @@ public struct StoreSpec: Sendable, Hashable {
     public var durability: StoreOptions.Durability?
 
     /// Parses `sqlite:PATH`, `sqlite:PATH?durability=full|normal`, `memory:`, or a PostgreSQL
-    /// connection URI (`postgresql://…` or `postgres://…`, kept whole in ``path``).
+    /// connection URI (`postgresql://…` or `postgres://…`, kept in ``path``; one that lists several
+    /// hosts in its authority, `postgresql://h1:5432,h2:5433/db`, with them moved into its query).
     public init?(_ text: String) {
-        if text.hasPrefix("postgresql://") || text.hasPrefix("postgres://"), URL(string: text) != nil {
+        if text.hasPrefix("postgresql://") || text.hasPrefix("postgres://") {
+            // Several hosts in the authority are moved into the query, which URL can hold.
+            guard let url = PostgreSQLStore.connectionURL(text) else { return nil }
             type = .postgresql
-            path = text
+            path = url.absoluteString
         } else if text == "memory:" || text == "memory" {
             type = .inMemory
             path = nil

@@ -90,6 +90,33 @@ public final class StrataServerInstance: Sendable {
     /// The REST service, once the stores are loaded.
     public var restService: RESTService? { service.withLock { $0 } }
 
+    /// Opens the idempotency ledger (for `--idempotency-hours` above 0): in the first PostgreSQL
+    /// store by configuration name when there is one, shared by every server over that database so
+    /// a retry may reach any of them; else `_idempotency.sqlite` in the data directory.
+    private func openLedger(_ coordinator: StoreCoordinator) throws(ServeError) {
+        guard options.idempotencyHours > 0 else { return }
+        let lifetime = options.idempotencyHours * 3600
+        let shared = coordinator.stores.compactMap { $0 as? PostgreSQLStore }
+            .min { ($0.configuration ?? "") < ($1.configuration ?? "") }
+        if let shared {
+            do {
+                let opened = try IdempotencyLedger(sharedIn: shared, lifetime: lifetime)
+                ledger.withLock { $0 = opened }
+            } catch {
+                throw ServeError("cannot keep idempotency keys in \(shared.displayURL): \(error)")
+            }
+            return
+        }
+        let path = options.dataDirectory + "/_idempotency.sqlite"
+        do {
+            try FileManager.default.createDirectory(atPath: options.dataDirectory, withIntermediateDirectories: true)
+            let opened = try IdempotencyLedger(path: path, lifetime: lifetime)
+            ledger.withLock { $0 = opened }
+        } catch {
+            throw ServeError("cannot keep idempotency keys in \(path): \(error)")
+        }
+    }
+
     /// Starts listening, then loads the stores.
     /// - Throws: ``ServeError`` for a port that cannot be bound or a store that cannot be loaded.
     public func start() throws(ServeError) {
@@ -104,17 +131,6 @@ public final class StrataServerInstance: Sendable {
         }
         if options.tlsCertificate != nil || options.tlsKey != nil { try reloadTLS() }
         for warning in model.warnings { log("strata: model warning: \(warning)") }
-        if options.idempotencyHours > 0 {
-            let path = options.dataDirectory + "/_idempotency.sqlite"
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: options.dataDirectory, withIntermediateDirectories: true)
-                let opened = try IdempotencyLedger(path: path, lifetime: options.idempotencyHours * 3600)
-                ledger.withLock { $0 = opened }
-            } catch {
-                throw ServeError("cannot keep idempotency keys in \(path): \(error)")
-            }
-        }
         var openAPIAccess = OpenAPIAccess(
             bearer: control.isEnabled, privateDocument: options.privateOpenAPI,
             entities: model.resolvedAccess(overrides: options.entityAccess))
@@ -130,6 +146,13 @@ public final class StrataServerInstance: Sendable {
         } catch {
             http.stop()
             throw ServeError(error.description)
+        }
+        do {
+            try openLedger(container.coordinator)
+        } catch {
+            http.stop()
+            for store in container.coordinator.stores { container.coordinator.remove(store) }
+            throw error
         }
         let docs: APIDocs
         if options.assetsDirectory == "" {

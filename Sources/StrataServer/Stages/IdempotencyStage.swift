@@ -30,7 +30,12 @@ struct IdempotencyStage: ServerStage {
 
     func leave(_ response: HTTPResponse, to request: HTTPRequest, _ context: RequestContext) -> HTTPResponse {
         guard let claim = context.idempotencyClaim else { return response }
-        // A 5xx or 429 changed nothing: the key may be sent again.
+        // A write whose outcome is unknown keeps its key unanswered: a retry is told so, never run.
+        if response.headers.contains(where: { $0.name == Problem.outcomeHeader }) {
+            claim.ledger.abandon(scope: claim.scope, key: claim.key)
+            return response
+        }
+        // Any other 5xx, or a 429, changed nothing: the key may be sent again.
         let kept =
             response.status >= 500 || response.status == 429
             ? nil : IdempotencyLedger.Answer(status: response.status, headers: response.headers, body: response.body)
