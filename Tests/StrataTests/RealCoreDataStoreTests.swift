@@ -62,15 +62,15 @@ import Testing
         Case(
             store: "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V1.sqlite",
             model: "ddg-bsk-bookmarks-KNOWN-A/BookmarksModel.xcdatamodeld",
-            version: "BookmarksModel", knownIssue: bookmarksIssue),
+            version: "BookmarksModel"),
         Case(
             store: "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V2.sqlite",
             model: "ddg-bsk-bookmarks-KNOWN-A/BookmarksModel.xcdatamodeld",
-            version: "BookmarksModel 2", knownIssue: bookmarksIssue),
+            version: "BookmarksModel 2"),
         Case(
             store: "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V3.sqlite",
             model: "ddg-bsk-bookmarks-KNOWN-A/BookmarksModel.xcdatamodeld",
-            version: "BookmarksModel 3", knownIssue: bookmarksIssue),
+            version: "BookmarksModel 3"),
         // WAL mode, every object still in the -wal file; written by older versions than the current one.
         Case(
             store: "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V4.sqlite",
@@ -197,5 +197,87 @@ import Testing
             print("real Core Data store \(test.store): written by \(test.version), refused (\(error))")
         }
         #expect(try CoreDataImportTests.digest(source) == before, "the source's files changed")
+    }
+}
+
+/// A relationship that Core Data's inferred migration turns from to-one into to-many keeps its
+/// links: DuckDuckGo's Bookmarks version 4 made `favoriteFolder` the to-many `favoriteFolders`
+/// (the inverse of the ordered `favorites`), and a store version 3 wrote imports with every
+/// folder's favorites in their order.
+@Suite struct ToOneBecomingToManyTests {
+    @Test(.enabled(if: CoreDataMaterial.requirement.runs, "\(CoreDataMaterial.requirement.skipComment)"))
+    func bookmarksVersion3FavoritesKeepTheirFoldersAndOrder() throws {
+        try CoreDataMaterial.requirement.check()
+        let folder = TemporaryDirectory()
+        let material = CoreDataMaterial.stores.appendingPathComponent("ddg-bsk-bookmarks-KNOWN-A")
+        // The source read from a copy (its objects are in the -wal file, which reading would touch).
+        for suffix in ["", "-wal", "-shm"] {
+            try FileManager.default.copyItem(
+                at: material.appendingPathComponent("Bookmarks_V3.sqlite" + suffix),
+                to: folder.file("source.sqlite" + suffix))
+        }
+        let source = try SQLiteConnection(path: folder.file("source.sqlite").path)
+        let expected = try source.query(
+            "SELECT f.ZTITLE, b.ZTITLE FROM ZBOOKMARKENTITY b JOIN ZBOOKMARKENTITY f ON f.Z_PK = b.ZFAVORITEFOLDER ORDER BY f.ZTITLE, b.Z_FOK_FAVORITEFOLDER"
+        ) { "\($0.text(0)) → \($0.text(1))" }
+        #expect(expected.count == 5)
+        let modelURL = material.appendingPathComponent("BookmarksModel.xcdatamodeld")
+        let model = try ObjectModel.load(contentsOf: modelURL)
+        let target = folder.file("imported.sqlite")
+        _ = try CoreDataImporter.importStore(
+            at: folder.file("source.sqlite"), model: model,
+            versions: try ObjectModel.loadCoreDataModelVersions(at: modelURL), targets: ["Default": target],
+            options: CoreDataImportOptions(chunkSize: 500, durability: .normal))
+        let imported = try SQLiteConnection(path: target.path, readOnly: true)
+        let links = try imported.query(
+            #"SELECT f."title", b."title" FROM "_join_BookmarkEntity_favorites" j JOIN "BookmarkEntity" f ON f."_pk" = j."source" JOIN "BookmarkEntity" b ON b."_pk" = j."target" ORDER BY f."title", j."position""#
+        ) { "\($0.text(0)) → \($0.text(1))" }
+        #expect(links == expected)
+    }
+}
+
+extension ToOneBecomingToManyTests {
+    static func model(version: String, toMany: Bool) throws -> ObjectModel {
+        let folder =
+            toMany
+            ? #"{"name": "folders", "destination": "Item", "toMany": true, "inverse": "items", "renamedFrom": "folder"}"#
+            : #"{"name": "folder", "destination": "Item", "inverse": "items"}"#
+        let json = """
+            {"name": "Links", "version": "\(version)", "entities": [
+              {"name": "Item", "attributes": [{"name": "title", "type": "string"}],
+               "relationships": [{"name": "items", "destination": "Item", "toMany": true, "ordered": true, "inverse": "\(toMany ? "folders" : "folder")"},
+                                 \(folder)]}]}
+            """
+        return try ObjectModel.load(json: Array(json.utf8))
+    }
+
+    /// The same in a Strata store of either SQL kind: a folder's ordered items, and each item's
+    /// folder, are the links after the migration.
+    @Test(arguments: [StoreUnderTest.sqlite] + (StoreUnderTest.allCases.contains(.postgresql) ? [.postgresql] : []))
+    func aToOneWhoseInverseIsOrderedBecomesToMany(kind: StoreUnderTest) throws {
+        let folder = TemporaryDirectory()
+        let v1 = try Self.model(version: "1", toMany: false)
+        let store = try kind.open(folder, model: v1)
+        let ids = try store.newObjectIDs(entity: "Item", count: 4)
+        let parent = StoreRow(
+            id: ids[0], attributes: ["title": .string("folder")], toMany: ["items": [ids[3], ids[1]]])
+        let children = [ids[1], ids[3], ids[2]].map {
+            StoreRow(id: $0, attributes: ["title": .string("item")], toOne: ["folder": $0 == ids[2] ? nil : ids[0]])
+        }
+        _ = try store.save(StoreChanges(inserts: [parent] + children))
+        store.close()
+        let v2 = try Self.model(version: "2", toMany: true)
+        let migrated: any PersistentStore =
+            kind == .postgresql
+            ? try PostgreSQLStore(
+                model: v2, configuration: nil, url: folder.postgreSQLURL(name: "store"),
+                options: StoreOptions(migrate: true))
+            : try SQLiteStore(
+                model: v2, configuration: nil, url: folder.file("store.sqlite"), options: StoreOptions(migrate: true))
+        defer { migrated.close() }
+        #expect(try migrated.relatedIDs(of: ids[0], relationship: "items") == [ids[3], ids[1]])
+        #expect(try migrated.relatedIDs(of: ids[1], relationship: "folders") == [ids[0]])
+        #expect(try migrated.relatedIDs(of: ids[3], relationship: "folders") == [ids[0]])
+        #expect(try migrated.relatedIDs(of: ids[2], relationship: "folders") == [])
     }
 }

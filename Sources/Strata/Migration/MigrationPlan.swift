@@ -32,6 +32,9 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
         case renameRelationship
         /// A required to-one relationship that became optional.
         case makeRelationshipOptional
+        /// A to-one relationship that became to-many, whose links the join table it shares with
+        /// its inverse (an ordered to-many) already holds: they are kept.
+        case makeToMany
         /// A new index.
         case addIndex
         /// An index the new model no longer has.

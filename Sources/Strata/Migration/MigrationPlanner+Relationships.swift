@@ -97,6 +97,12 @@ extension MigrationPlanner {
                         .renameRelationship, entity: place, property: relationship.name,
                         "renamed from '\(previous.name)'; its contents are kept"))
             }
+            if linksCarryOver(relationship, from: previous) {
+                collector.change(
+                    MigrationChange(
+                        .makeToMany, entity: place, property: relationship.name,
+                        "becomes to-many; the links its inverse's join table holds are kept"))
+            }
             let problems = shapeChanges(relationship, from: previous, mapping: mapping)
             if !problems.isEmpty {
                 collector.refuse(
@@ -131,7 +137,7 @@ extension MigrationPlanner {
             if !destinationMatches {
                 problems.append("its destination changes from \(previous.destination) to \(relationship.destination)")
             }
-            if previous.isToMany != relationship.isToMany {
+            if previous.isToMany != relationship.isToMany && !linksCarryOver(relationship, from: previous) {
                 problems.append(
                     relationship.isToMany ? "it changes from to-one to to-many" : "it changes from to-many to to-one")
             }
@@ -139,6 +145,7 @@ extension MigrationPlanner {
                 problems.append(relationship.isOrdered ? "it becomes ordered" : "it stops being ordered")
             }
             guard problems.isEmpty else { return problems }
+            if linksCarryOver(relationship, from: previous) { return [] }
             let oldStorage = old.storage(of: previous.name, in: oldName)
             let newStorage = new.storage(of: relationship.name, in: name)
             if MigrationPlanner.storageKind(oldStorage) != MigrationPlanner.storageKind(newStorage) {
@@ -151,6 +158,23 @@ extension MigrationPlanner {
                 return ["renaming it changes which side of the ordered many-to-many relationship keeps its order"]
             }
             return []
+        }
+
+        /// Whether `relationship`, to-one as `previous`, becomes to-many stored in the very join
+        /// table that held its inverse's links (the inverse an ordered to-many, kept as the same
+        /// side of the table): every link is there already, as Core Data's inferred migration keeps
+        /// them.
+        func linksCarryOver(_ relationship: RelationshipDescription, from previous: RelationshipDescription) -> Bool {
+            guard !previous.isToMany, relationship.isToMany,
+                let oldInverse = old.inverse(of: previous.name, of: oldName),
+                let newInverse = new.inverse(of: relationship.name, of: name),
+                (newInverse.renamedFrom ?? newInverse.name) == oldInverse.name || newInverse.name == oldInverse.name,
+                case .joinTable(let oldTable, let oldInverseIsSource)? = old.storage(
+                    of: oldInverse.name, in: previous.destination),
+                case .joinTable(let newTable, let isSource)? = new.storage(of: relationship.name, in: name)
+            else { return false }
+            return oldTable.name == newTable.name && oldInverseIsSource && !isSource
+                && oldTable.isOrdered == newTable.isOrdered
         }
 
         /// The old relationships nothing matched: removed, reported at the entity that declared them.
