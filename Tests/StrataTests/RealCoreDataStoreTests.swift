@@ -24,13 +24,6 @@ import Testing
 
     static var material: URL { CoreDataMaterial.stores }
 
-    /// Core Data migrates these stores to the current Bookmarks model; Strata refuses the
-    /// relationship that version 4 turned from to-one into to-many.
-    static let bookmarksIssue = KnownRefusal(
-        issue:
-            "issue 36: Core Data migrates Bookmarks V1–V3 (a to-one relationship becoming to-many), Strata refuses it",
-        says: "changes from to-one to to-many")
-
     static let cases: [Case] = [
         Case(
             store: "bnr-coredatastack-testmodel/TestModel.sqlite",
