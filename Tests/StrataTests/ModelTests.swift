@@ -268,6 +268,19 @@ func pairModel(
                 bookExtra:
                     #", {"name": "at", "type": "date", "min": "2020-01-01T00:00:00Z", "max": "2019-01-01T00:00:00Z"}"#),
             .minGreaterThanMax, entity: "Book", property: "at")
+        // Bounds that one Double cannot tell apart are ordered exactly.
+        expectIssue(
+            pairModel(
+                bookExtra:
+                    #", {"name": "price", "type": "decimal", "min": "0.30000000000000000001", "max": "0.3"}"#),
+            .minGreaterThanMax, entity: "Book", property: "price")
+        expectIssue(
+            pairModel(
+                bookExtra: #", {"name": "serial", "type": "integer64", "min": 9007199254740993, "max": 9007199254740992}"#
+            ), .minGreaterThanMax, entity: "Book", property: "serial")
+        let close = pairModel(
+            bookExtra: #", {"name": "price", "type": "decimal", "min": "0.3", "max": "0.30000000000000000001"}"#)
+        #expect(!issues(close).contains { $0.code == .minGreaterThanMax }, "\(issues(close))")
     }
 
     @Test func invalidRegex() {

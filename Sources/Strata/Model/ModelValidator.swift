@@ -428,10 +428,11 @@ struct ModelValidator {
         }
     }
 
-    /// Orders two bounds of one attribute; nil when they are not comparable.
+    /// Orders two bounds of one attribute exactly (decimals digit by digit, 64-bit integers
+    /// without a detour through `Double`); nil when they are not comparable.
     static func compare(_ lhs: AttributeValue, _ rhs: AttributeValue) -> Int? {
         if case .date(let a) = lhs, case .date(let b) = rhs { return a < b ? -1 : (a > b ? 1 : 0) }
-        guard let a = number(lhs), let b = number(rhs) else { return nil }
-        return a < b ? -1 : (a > b ? 1 : 0)
+        guard number(lhs) != nil, number(rhs) != nil else { return nil }
+        return ValueOrdering.compare(lhs, rhs)
     }
 }
