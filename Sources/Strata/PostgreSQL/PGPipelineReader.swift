@@ -19,8 +19,9 @@ import Foundation
 /// the blocking way, which reports the failure as a read always does, or retries it on another
 /// connection. Completions run on the reader's thread and must not block.
 final class PGPipelineReader: @unchecked Sendable {
-    // Safe to share: `queue`, `sleeping`, `stopped` and `running` are guarded by `lock`; `lanes`
-    // and `downUntil` belong to the reader's thread; the pipe's descriptors are immutable.
+    // Safe to share: `queue`, `opened`, `connecting`, `downUntil`, `sleeping`, `stopped` and
+    // `running` are guarded by `lock`; `lanes` belongs to the reader's thread; the pipe's
+    // descriptors are immutable.
     typealias Completion = @Sendable (Result<PGRows, PGError>) -> Void
 
     struct Job {
@@ -38,7 +39,11 @@ final class PGPipelineReader: @unchecked Sendable {
     private var stopped = false
     private var running = false
     private var lanes: [Lane] = []
-    /// While no connection can be opened, reads fail at once (to the blocking way) until then.
+    /// Connections a connecting thread opened, for the reader's thread to take.
+    private var opened: [Lane] = []
+    /// Whether a thread is opening a connection: the reader's own never waits for one.
+    private var connecting = false
+    /// After a connection could not be opened, none is tried again until then.
     private var downUntil: UInt64 = 0
     private let wakeRead: Int32
     private let wakeWrite: Int32
@@ -82,8 +87,7 @@ final class PGPipelineReader: @unchecked Sendable {
             thread.name = "strata-pg-reader"
             thread.start()
         } else if wake {
-            var byte: UInt8 = 1
-            _ = Glibc.write(wakeWrite, &byte, 1)
+            wakeReader()
         }
     }
 
@@ -94,10 +98,13 @@ final class PGPipelineReader: @unchecked Sendable {
         let wake = sleeping
         sleeping = false
         lock.unlock()
-        if wake {
-            var byte: UInt8 = 1
-            _ = Glibc.write(wakeWrite, &byte, 1)
-        }
+        if wake { wakeReader() }
+    }
+
+    /// Wakes the reader's thread from its wait.
+    private func wakeReader() {
+        var byte: UInt8 = 1
+        _ = Glibc.write(wakeWrite, &byte, 1)
     }
 
     private func run() {
@@ -105,6 +112,8 @@ final class PGPipelineReader: @unchecked Sendable {
             lock.lock()
             let jobs = queue
             queue.removeAll(keepingCapacity: true)
+            lanes += opened
+            opened.removeAll()
             let stopping = stopped
             if jobs.isEmpty && !stopping { sleeping = true }
             lock.unlock()
@@ -135,16 +144,33 @@ final class PGPipelineReader: @unchecked Sendable {
         for lane in lanes where lane.flush() < 0 { fail(lane, "cannot send to PostgreSQL") }
     }
 
+    /// The least busy connection; while all are busy and fewer than `width` are open, another
+    /// is opened on a thread of its own (a connection attempt may take as long as the network
+    /// lets it), and nil while there is none at all: the read then goes the blocking way.
     private func lane() -> Lane? {
         let idle = lanes.min { $0.inFlight < $1.inFlight }
         if let idle, idle.inFlight == 0 || lanes.count >= width { return idle }
-        if DispatchTime.now().uptimeNanoseconds < downUntil { return idle }
-        guard let opened = Lane(conninfo) else {
-            downUntil = DispatchTime.now().uptimeNanoseconds + 500_000_000
-            return idle
+        lock.lock()
+        let start = !connecting && DispatchTime.now().uptimeNanoseconds >= downUntil
+        if start { connecting = true }
+        lock.unlock()
+        if start {
+            Thread.detachNewThread { [self] in
+                let lane = Lane(conninfo)
+                lock.lock()
+                connecting = false
+                if let lane {
+                    opened.append(lane)
+                } else {
+                    downUntil = DispatchTime.now().uptimeNanoseconds + 500_000_000
+                }
+                let wake = sleeping
+                sleeping = false
+                lock.unlock()
+                if wake { wakeReader() }
+            }
         }
-        lanes.append(opened)
-        return opened
+        return idle
     }
 
     /// Waits for the wake-up pipe or a connection's answers (or room to send), and hands out
@@ -185,7 +211,9 @@ final class PGPipelineReader: @unchecked Sendable {
 }
 
 /// One connection of a ``PGPipelineReader`` in pipeline mode, and what it waits for, in order.
-private final class Lane {
+private final class Lane: @unchecked Sendable {
+    // Safe to send: made on a connecting thread and handed, under the reader's lock, to the
+    // reader's thread, the only one to use it afterwards.
     enum Item {
         case prepare(String)
         case query(PGPipelineReader.Job)

@@ -77,24 +77,31 @@ extension PostgreSQLStore {
         }
     }
 
-    /// Runs `body` on a pooled connection, mapping what it throws to store errors.
+    /// Runs `body` on a pooled connection, mapping what it throws to store errors. A connection
+    /// that fails at the connection level (the server restarted it, say) is dropped and the read
+    /// runs once more on another: a read changes nothing, so running it again is safe.
     private func reading<T>(_ body: (PGConnection) throws -> T) throws(StoreError) -> T {
-        try checkOpen()
-        let c: PGConnection
-        do {
-            c = try pool.checkout()
-        } catch {
-            throw storeError(error, "cannot connect to PostgreSQL")
-        }
-        defer { pool.checkin(c) }
-        do {
-            return try body(c)
-        } catch let error as StoreError {
-            throw error
-        } catch let error as PGError {
-            throw storeError(error, "PostgreSQL read failed")
-        } catch {
-            throw StoreError(.io, "read failed: \(error)", storeURL: url)
+        var attempt = 0
+        while true {
+            attempt += 1
+            try checkOpen()
+            let c: PGConnection
+            do {
+                c = try pool.checkout()
+            } catch {
+                throw storeError(error, "cannot connect to PostgreSQL")
+            }
+            defer { pool.checkin(c) }
+            do {
+                return try body(c)
+            } catch let error as StoreError {
+                throw error
+            } catch let error as PGError {
+                if error.isConnectionFailure && attempt < 2 { continue }
+                throw storeError(error, "PostgreSQL read failed")
+            } catch {
+                throw StoreError(.io, "read failed: \(error)", storeURL: url)
+            }
         }
     }
 
