@@ -83,9 +83,12 @@ final class PGPipelineReader: @unchecked Sendable {
         sleeping = false
         lock.unlock()
         if start {
-            let thread = Thread { [self] in run() }
-            thread.name = "strata-pg-reader"
-            thread.start()
+            // Named for the kernel (`top -H`, `perf`): a thread started from a polling thread
+            // would otherwise carry its name.
+            Thread.detachNewThread { [self] in
+                Thread.current.name = "strata-pg-read"
+                run()
+            }
         } else if wake {
             wakeReader()
         }
@@ -156,6 +159,7 @@ final class PGPipelineReader: @unchecked Sendable {
         lock.unlock()
         if start {
             Thread.detachNewThread { [self] in
+                Thread.current.name = "strata-pg-open"
                 let lane = Lane(conninfo)
                 lock.lock()
                 connecting = false
