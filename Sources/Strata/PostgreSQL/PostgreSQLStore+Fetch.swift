@@ -134,7 +134,7 @@ extension PostgreSQLStore {
     }
 
     /// The row and its to-many relationships on one connection: in one statement, and so one
-    /// snapshot, when the schema has one for the entity (``PostgreSQLSchema/keyedRead(of:)``).
+    /// snapshot, when the schema has one for the entity (`PostgreSQLSchema.keyedRead(of:)`).
     public func rowWithToMany(for id: ObjectID, model: ObjectModel) throws(StoreError) -> StoreRow? {
         guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey, entityNames.contains(id.entityName),
             let table = schema.base.table(for: id.entityName)
@@ -153,7 +153,7 @@ extension PostgreSQLStore {
         }
     }
 
-    /// ``rowWithToMany(for:model:)`` through the pipelined reader (``PGPipelineReader``) when one
+    /// ``rowWithToMany(for:model:)`` through the pipelined reader (`PGPipelineReader`) when one
     /// statement reads the object and decoding it needs no further read; otherwise, or when the
     /// pipelined read fails in any way, the blocking read runs through `blocking`, and reports
     /// the failure (or retries) as it always does.

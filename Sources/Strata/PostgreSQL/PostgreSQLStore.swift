@@ -7,11 +7,16 @@ import Synchronization
 ///
 /// The URL is any libpq connection URI (`postgresql://user@host:5432/db`, `postgres://` too);
 /// Strata's own query parameters are not passed to libpq: `schema` names the namespace (default
-/// `strata` for the whole model, `strata_<configuration>` for a configuration), `pool` the most
-/// connections the store opens (default 32), and `prepare=false` keeps every statement unnamed and
+/// `strata` for the whole model, `strata_<configuration>` for a configuration), `pool` the size of
+/// its connection pool (default 32), and `prepare=false` keeps every statement unnamed and
 /// unprepared, as a pooler in transaction mode (PgBouncer before 1.21) needs; by default a
-/// connection prepares the statements it runs more than once. The password
-/// comes from the URI, `PGPASSWORD` or a `.pgpass` file, as libpq reads them; it is never logged.
+/// connection prepares the statements it runs more than once. The password comes from the URI,
+/// `PGPASSWORD` or a `.pgpass` file, as libpq reads them; it is never logged.
+///
+/// Reads of one object by key without a waiting thread
+/// (``rowWithToMany(for:model:blocking:completion:)``, what the REST service's `GET` by id uses)
+/// are pipelined (libpq's pipeline mode) on at most four connections of their own (fewer when the
+/// pool is smaller), beside the pool and the connection that listens for other servers' saves.
 ///
 /// Saves run in one transaction each on a pooled connection under READ COMMITTED: the objects a
 /// save changes or deletes are locked (`SELECT … FOR UPDATE`) and their versions checked first,
