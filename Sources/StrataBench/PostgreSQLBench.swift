@@ -72,7 +72,10 @@ struct PostgreSQLBench {
                 + "(of a 4-column table of 1,000 rows: \(BenchTable.format(narrowLookups))/s)"
         )
         table.notes.append(
-            "PG GET by id and libpq's primary-key SELECTs (PQexecParams, unprepared, as plain libpq sends them; the same rows, all columns, keys uniformly random over the \(HTTPBench.seedBooks) books) ran in \(settings.quick ? 1 : HTTPBench.ratioRounds) alternating rounds; each keeps its best"
+            "PG GET by id and libpq's primary-key SELECTs (PQexecParams, unprepared, as plain libpq sends them; the same rows, all columns, keys uniformly random over the \(HTTPBench.seedBooks) books) "
+                + (settings.quick
+                    ? "ran once each, one after the other"
+                    : "ran in \(HTTPBench.ratioRounds) alternating rounds; each keeps its best")
         )
 
         if rounds > 0 {
