@@ -47,6 +47,12 @@ public protocol CommittedReads: Sendable {
     /// The stored state of one object with its to-many relationships in `toMany`, read from one
     /// snapshot where the store allows; nil when it does not exist.
     func rowWithToMany(for id: ObjectID) throws(StoreError) -> StoreRow?
+    /// ``rowWithToMany(for:)`` without blocking the calling thread: `completion` gets the result,
+    /// exactly once, from a thread of the store's (a PostgreSQL store pipelines such reads) or
+    /// through `blocking`, which runs a job on a thread that may block.
+    func rowWithToMany(
+        for id: ObjectID, blocking: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+        completion: @escaping @Sendable (Result<StoreRow?, StoreError>) -> Void)
     /// The objects a stored to-many relationship of `id` holds, in order.
     func relatedIDs(of id: ObjectID, relationship: String) throws(StoreError) -> [ObjectID]
     /// The ID of the object with `primaryKey` of `entity`, in the store that holds the entity (of
@@ -68,6 +74,17 @@ public protocol CommittedReads: Sendable {
 }
 
 extension StoreCoordinator: CommittedReads {
+    public func rowWithToMany(
+        for id: ObjectID, blocking: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+        completion: @escaping @Sendable (Result<StoreRow?, StoreError>) -> Void
+    ) {
+        guard let store = store(for: id) else {
+            completion(.success(nil))
+            return
+        }
+        store.rowWithToMany(for: id, model: model, blocking: blocking, completion: completion)
+    }
+
     public func objectID(of entity: String, primaryKey: Int64) -> ObjectID? {
         // Of several, the first added: the one an insert goes to unless it is assigned.
         guard let first = stores(for: entity).first else { return nil }

@@ -46,14 +46,37 @@ struct PGRows: Sendable {
 }
 
 /// One libpq connection. Not thread-safe: a ``PGPool`` lends it to one caller at a time.
+///
+/// With `prepares`, a statement run a second time on the connection is prepared under a name of
+/// its own and run prepared from then on: PostgreSQL then parses and plans it once per connection
+/// instead of at every call (for a read by primary key, most of the server's work). A statement
+/// seen once is run unnamed, so that one-off SQL (a list's filter) costs no extra round trip.
+/// Names carry a random part per connection, so that a pooler mixing sessions can never run
+/// another connection's statement under a name of this one; such a pooler (PgBouncer in
+/// transaction mode) needs preparation off all the same (`prepare=false` in the store's URI).
 final class PGConnection: @unchecked Sendable {
-    // Used by one thread at a time (the pool's borrower, or the listener's own thread).
+    // Used by one thread at a time (the pool's borrower, or the listener's own thread); the
+    // statement tables below are touched only by that thread too.
     let handle: OpaquePointer
     /// The pool generation the connection was opened in (see ``PGPool/invalidate()``).
     var generation = 0
+    /// Whether statements run more than once are prepared.
+    let prepares: Bool
+    /// The statements prepared on this connection, by SQL text.
+    private var prepared: [String: String] = [:]
+    /// Statements run once and not prepared yet (cleared when it grows past ``preparedLimit``).
+    private var seenOnce = Set<String>()
+    /// The random part of this connection's statement names.
+    private let namePrefix: String
+    /// Statements prepared on this connection so far, which numbers their names.
+    private var preparations = 0
+    /// The most statements prepared on one connection; past it, statements run unnamed.
+    static let preparedLimit = 256
 
     /// Connects with a libpq connection URI or key=value string.
-    init(_ conninfo: String) throws(PGError) {
+    init(_ conninfo: String, prepares: Bool = false) throws(PGError) {
+        self.prepares = prepares
+        namePrefix = "strata_" + String(UInt32.random(in: 0...UInt32.max), radix: 36) + "_"
         guard let handle = PQconnectdb(conninfo) else {
             throw PGError(message: "libpq could not allocate a connection")
         }
@@ -78,52 +101,111 @@ final class PGConnection: @unchecked Sendable {
     /// The backend's process id, which its notifications carry.
     var backendPID: Int32 { PQbackendPID(handle) }
 
-    /// Runs one statement with parameters (`$1`, `$2`, …; never interpolated), unnamed and
-    /// unprepared, so it works through poolers in transaction mode.
+    /// Runs one statement with parameters (`$1`, `$2`, …; never interpolated): prepared when the
+    /// connection ``prepares`` and has run the same text before, else unnamed (which works through
+    /// poolers in transaction mode).
     @discardableResult
     func execute(_ sql: String, _ parameters: [PGValue] = []) throws(PGError) -> PGRows {
-        var texts: [UnsafeMutablePointer<CChar>?] = []
-        var datas: [Data] = []
+        try withParameters(parameters) { (count, values, lengths, formats) throws(PGError) -> PGRows in
+            if prepares, let name = try statementName(sql, parameterCount: count) {
+                guard let result = PQexecPrepared(handle, name, count, values, lengths, formats, 0) else {
+                    throw PGError(message: String(cString: PQerrorMessage(handle)))
+                }
+                defer { PQclear(result) }
+                do throws(PGError) {
+                    return try Self.read(result, connection: handle)
+                } catch  where Self.isStalePreparation(error) {
+                    // The statement is gone (a pooler or `DISCARD`) or its result changed shape (the
+                    // table was altered): it did not run. Outside a transaction it runs unnamed now,
+                    // and is prepared afresh later.
+                    prepared[sql] = nil
+                    if inTransaction { throw error }
+                }
+            }
+            guard let result = PQexecParams(handle, sql, count, nil, values, lengths, formats, 0) else {
+                throw PGError(message: String(cString: PQerrorMessage(handle)))
+            }
+            defer { PQclear(result) }
+            return try Self.read(result, connection: handle)
+        }
+    }
+
+    /// The name `sql` is prepared under: known, prepared now (the second time it is run), or nil
+    /// to run it unnamed.
+    private func statementName(_ sql: String, parameterCount: Int32) throws(PGError) -> String? {
+        if let name = prepared[sql] { return name }
+        guard prepared.count < Self.preparedLimit else { return nil }
+        guard seenOnce.remove(sql) != nil else {
+            if seenOnce.count >= Self.preparedLimit * 4 { seenOnce.removeAll(keepingCapacity: true) }
+            seenOnce.insert(sql)
+            return nil
+        }
+        let name = namePrefix + String(preparations)
+        preparations += 1
+        guard let result = PQprepare(handle, name, sql, parameterCount, nil) else {
+            throw PGError(message: String(cString: PQerrorMessage(handle)))
+        }
+        defer { PQclear(result) }
+        do throws(PGError) {
+            _ = try Self.read(result, connection: handle)
+        } catch {
+            // Inside a transaction the failure aborted it, as running the statement would have;
+            // outside one the statement runs unnamed and reports its own error, if any.
+            if inTransaction { throw error }
+            return nil
+        }
+        prepared[sql] = name
+        return name
+    }
+
+    /// A prepared statement that no longer exists (26000) or whose result changed shape ("cached
+    /// plan must not change result type", 0A000).
+    static func isStalePreparation(_ error: PGError) -> Bool {
+        error.sqlState == "26000" || (error.sqlState == "0A000" && error.message.contains("cached plan"))
+    }
+
+    /// Calls `body` with libpq's parameter arrays for `parameters`: text as C strings, bytes in
+    /// binary format, NULL as a null pointer.
+    private func withParameters<T>(
+        _ parameters: [PGValue],
+        _ body: (Int32, [UnsafePointer<CChar>?], [Int32], [Int32]) throws(PGError) -> T
+    ) throws(PGError) -> T {
+        var buffers: [UnsafeMutableRawPointer] = []
+        buffers.reserveCapacity(parameters.count)
+        defer { for buffer in buffers { buffer.deallocate() } }
+        var values: [UnsafePointer<CChar>?] = []
         var lengths: [Int32] = []
         var formats: [Int32] = []
+        values.reserveCapacity(parameters.count)
+        lengths.reserveCapacity(parameters.count)
+        formats.reserveCapacity(parameters.count)
         for parameter in parameters {
             switch parameter {
             case .null:
-                texts.append(nil)
+                values.append(nil)
                 lengths.append(0)
                 formats.append(0)
             case .text(let text):
-                texts.append(strdup(text))
+                // A NUL-terminated copy, alive for the call.
+                let utf8 = text.utf8
+                let buffer = UnsafeMutableRawPointer.allocate(byteCount: utf8.count + 1, alignment: 1)
+                let bytes = buffer.assumingMemoryBound(to: UInt8.self)
+                _ = UnsafeMutableBufferPointer(start: bytes, count: utf8.count).initialize(fromContentsOf: utf8)
+                bytes[utf8.count] = 0
+                buffers.append(buffer)
+                values.append(UnsafePointer(buffer.assumingMemoryBound(to: CChar.self)))
                 lengths.append(0)
                 formats.append(0)
             case .bytes(let data):
-                texts.append(nil)
-                datas.append(data)
+                let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(data.count, 1), alignment: 1)
+                data.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: data.count)
+                buffers.append(buffer)
+                values.append(UnsafePointer(buffer.assumingMemoryBound(to: CChar.self)))
                 lengths.append(Int32(data.count))
                 formats.append(1)
             }
         }
-        defer { for text in texts { free(text) } }
-        // Binary parameters point into their Data for the call's duration.
-        var pointers: [UnsafePointer<CChar>?] = texts.map { $0.map { UnsafePointer($0) } }
-        var buffers: [UnsafeMutableRawPointer] = []
-        var dataIndex = 0
-        for (index, parameter) in parameters.enumerated() {
-            guard case .bytes = parameter else { continue }
-            let data = datas[dataIndex]
-            dataIndex += 1
-            let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(data.count, 1), alignment: 1)
-            data.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: data.count)
-            buffers.append(buffer)
-            pointers[index] = UnsafePointer(buffer.assumingMemoryBound(to: CChar.self))
-        }
-        defer { for buffer in buffers { buffer.deallocate() } }
-        guard
-            let result = PQexecParams(
-                handle, sql, Int32(parameters.count), nil, pointers, lengths, formats, 0)
-        else { throw PGError(message: String(cString: PQerrorMessage(handle))) }
-        defer { PQclear(result) }
-        return try Self.read(result, connection: handle)
+        return try body(Int32(parameters.count), values, lengths, formats)
     }
 
     static func read(_ result: OpaquePointer, connection: OpaquePointer) throws(PGError) -> PGRows {
@@ -223,10 +305,14 @@ final class PGConnection: @unchecked Sendable {
 /// server): the next checkout connects afresh, which with several hosts and
 /// `target_session_attrs=read-write` finds the primary of the moment.
 final class PGPool: @unchecked Sendable {
-    // Safe to share: `idle`, `open` and `generation` are guarded by `condition`.
+    // Safe to share: `idle`, `open` and `generation` are guarded by `condition`; `onInvalidate`
+    // is set once, before the pool is shared.
     let conninfo: String
     /// The most connections open at once; a caller past it waits for one to come back.
     let limit: Int
+    /// Whether the connections prepare the statements they run more than once (see
+    /// ``PGConnection``).
+    let prepares: Bool
     private let condition = NSCondition()
     private var idle: [PGConnection] = []
     private var open = 0
@@ -234,9 +320,10 @@ final class PGPool: @unchecked Sendable {
     /// How long a caller waits for a connection when all are lent out.
     static let waitSeconds = 30.0
 
-    init(conninfo: String, limit: Int = 32) {
+    init(conninfo: String, limit: Int = 32, prepares: Bool = false) {
         self.conninfo = conninfo
         self.limit = max(1, limit)
+        self.prepares = prepares
     }
 
     /// Lends a connection: an idle one, a new one while fewer than ``limit`` are open, or the
@@ -263,7 +350,7 @@ final class PGPool: @unchecked Sendable {
             let current = generation
             condition.unlock()
             do {
-                let connection = try PGConnection(conninfo)
+                let connection = try PGConnection(conninfo, prepares: prepares)
                 connection.generation = current
                 return connection
             } catch {
@@ -303,15 +390,21 @@ final class PGPool: @unchecked Sendable {
         discard()
     }
 
-    /// Closes every idle connection and marks the lent ones to be closed when they come back.
+    /// Closes every idle connection and marks the lent ones to be closed when they come back;
+    /// then calls ``onInvalidate`` (the store's pipelined reader drops its connections too).
     func invalidate() {
         condition.lock()
         generation += 1
         open -= idle.count
         idle.removeAll()
+        let hook = onInvalidate
         condition.broadcast()
         condition.unlock()
+        hook?()
     }
+
+    /// Called after ``invalidate()``; set once, before the pool is shared.
+    var onInvalidate: (@Sendable () -> Void)?
 
     /// Counts a lent connection as closed.
     private func discard() {

@@ -12,10 +12,66 @@ struct PostgreSQLSchema: Sendable {
     /// The PostgreSQL schema holding the store's tables.
     let namespace: String
 
+    /// ``relatedQuery(of:in:)``, worked out once.
+    private let relatedQueries: [String: [String: (sql: String, destination: String)]]
+    /// ``keyedRead(of:)``, worked out once.
+    private let keyedReads: [String: KeyedRead]
+
+    /// One statement reading an object by key (`$1`) with the keys of each of its to-many
+    /// relationships, in order, as an array column after the row's own: the object and its
+    /// relationships in one round trip and one snapshot.
+    struct KeyedRead: Sendable {
+        let sql: String
+        /// The column of the first relationship's keys.
+        let firstList: Int
+        /// The to-many relationships in the order of their columns, with their destination (nil:
+        /// nothing to read, the relationship is empty).
+        let lists: [(name: String, destination: String?)]
+        /// Whether a to-one relationship leads into a table of several entities, whose keys'
+        /// entities decoding the row looks up.
+        let needsLookups: Bool
+    }
+
     init(model: ObjectModel, entities: [String], namespace: String) {
         base = SQLiteSchema(model: model, entities: entities)
         self.namespace = namespace
+        var queries: [String: [String: (sql: String, destination: String)]] = [:]
+        var keyed: [String: KeyedRead] = [:]
+        for entity in entities {
+            var lists: [(name: String, destination: String?)] = []
+            var listings: [String] = []
+            // A key of a destination sharing its table with other entities needs its own lookup.
+            var single = base.table(for: entity)?.entities.count == 1
+            for relationship in model.relationships(of: entity) where relationship.isToMany {
+                guard let (sql, destination) = Self.relatedSQL(base, namespace, relationship.name, entity, key: "$1")
+                else {
+                    lists.append((relationship.name, nil))
+                    continue
+                }
+                queries[entity, default: [:]][relationship.name] = (sql, destination)
+                let table = base.table(for: destination)
+                if (table?.entities.count ?? 1) != 1 { single = false }
+                lists.append((relationship.name, destination))
+                if let (inner, _) = Self.relatedSQL(base, namespace, relationship.name, entity, key: "t.\"_pk\"") {
+                    listings.append("ARRAY(\(inner))")
+                }
+            }
+            guard single, let table = base.table(for: entity) else { continue }
+            let qualified = Self.quote(namespace) + "." + Self.quote(table.name)
+            let columns = Self.selectList(table, alias: "t")
+            keyed[entity] = KeyedRead(
+                sql:
+                    "SELECT \(([columns] + listings).joined(separator: ", ")) FROM \(qualified) AS t WHERE t.\"_pk\" = $1",
+                firstList: 3 + table.columns.count, lists: lists,
+                needsLookups: base.rowPlans[entity]?.foreignKeys.contains { $0.info.destinationIsHierarchy } ?? true)
+        }
+        relatedQueries = queries
+        keyedReads = keyed
     }
+
+    /// The statement reading object `$1` of `entity` with its to-many relationships; nil when the
+    /// entity shares its table or one of them leads to an entity that does.
+    func keyedRead(of entity: String) -> KeyedRead? { keyedReads[entity] }
 
     static func quote(_ identifier: String) -> String { SQLiteSchema.quote(identifier) }
 
@@ -156,33 +212,67 @@ struct PostgreSQLSchema: Sendable {
     }
 
     /// `SELECT "_pk", "_entity", "_version", columns…` of a hierarchy's table, aliased `alias`.
-    func selectList(_ table: SQLiteSchema.Table, alias: String) -> String {
-        (["_pk", "_entity", "_version"] + table.columns.map(\.name)).map { "\(alias).\(Self.quote($0))" }.joined(
+    func selectList(_ table: SQLiteSchema.Table, alias: String) -> String { Self.selectList(table, alias: alias) }
+
+    static func selectList(_ table: SQLiteSchema.Table, alias: String) -> String {
+        (["_pk", "_entity", "_version"] + table.columns.map(\.name)).map { "\(alias).\(quote($0))" }.joined(
             separator: ", ")
     }
 
     /// The query reading the keys a to-many relationship of one object holds, in order (`$1` the
     /// object's key), and the keys' entity; nil for a relationship kept on the other side's column.
     func relatedQuery(of name: String, in entity: String) -> (sql: String, destination: String)? {
+        relatedQueries[entity]?[name]
+    }
+
+    /// ``relatedQuery(of:in:)`` with the object's key given by the SQL expression `key`; ordered by
+    /// position, then by key (as ``SQLiteSchema/RelatedRead`` orders them).
+    private static func relatedSQL(
+        _ base: SQLiteSchema, _ namespace: String, _ name: String, _ entity: String, key: String
+    ) -> (sql: String, destination: String)? {
         let model = base.model
         guard let relationship = model.relationship(name, of: entity), relationship.isToMany else { return nil }
         let destination = relationship.destination
+        func qualified(_ table: String) -> String { quote(namespace) + "." + quote(table) }
         switch model.storage(of: name, in: entity) {
         case .inverseForeignKey(let inverse)?:
             guard let table = base.tables[model.rootEntity(of: destination)] else { return nil }
             return (
-                "SELECT \"_pk\" FROM \(qualified(table.name)) WHERE \(Self.quote(inverse)) = $1 ORDER BY \"_pk\"",
+                "SELECT r.\"_pk\" FROM \(qualified(table.name)) AS r WHERE r.\(quote(inverse)) = \(key) ORDER BY r.\"_pk\"",
                 destination
             )
         case .joinTable(let join, let isSource)?:
             return (
                 isSource
-                    ? "SELECT \"target\" FROM \(qualified(join.name)) WHERE \"source\" = $1 ORDER BY \"position\""
-                    : "SELECT \"source\" FROM \(qualified(join.name)) WHERE \"target\" = $1 ORDER BY "
-                        + (join.isTargetOrdered ? "\"target_position\", \"source\"" : "\"source\""),
+                    ? "SELECT r.\"target\" FROM \(qualified(join.name)) AS r WHERE r.\"source\" = \(key) ORDER BY r.\"position\", r.\"target\""
+                    : "SELECT r.\"source\" FROM \(qualified(join.name)) AS r WHERE r.\"target\" = \(key) ORDER BY "
+                        + (join.isTargetOrdered ? "r.\"target_position\", r.\"source\"" : "r.\"source\""),
                 destination
             )
         default: return nil
         }
+    }
+
+    /// The keys of a bigint array in PostgreSQL's text form (`{1,2,3}`).
+    static func keys(_ text: String?) -> [Int64] {
+        guard let text else { return [] }
+        var keys: [Int64] = []
+        var value: Int64 = 0
+        var negative = false
+        var digits = false
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                value = value &* 10 &+ Int64(byte - UInt8(ascii: "0"))
+                digits = true
+            case UInt8(ascii: "-"): negative = true
+            default:
+                if digits { keys.append(negative ? -value : value) }
+                value = 0
+                negative = false
+                digits = false
+            }
+        }
+        return keys
     }
 }

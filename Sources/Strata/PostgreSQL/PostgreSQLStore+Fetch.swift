@@ -136,6 +136,83 @@ extension PostgreSQLStore {
         return try reading { c in try row(pk, table: table, c) }
     }
 
+    /// The row and its to-many relationships on one connection: in one statement, and so one
+    /// snapshot, when the schema has one for the entity (`PostgreSQLSchema.keyedRead(of:)`).
+    public func rowWithToMany(for id: ObjectID, model: ObjectModel) throws(StoreError) -> StoreRow? {
+        guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey, entityNames.contains(id.entityName),
+            let table = schema.base.table(for: id.entityName)
+        else { return nil }
+        return try reading { c in
+            let resolver = PostgreSQLResolver(store: self, connection: c)
+            if let keyed = schema.keyedRead(of: id.entityName) {
+                guard let values = try c.execute(keyed.sql, [.integer(pk)]).rows.first else { return nil }
+                return try decodeKeyed(values, keyed, table: table, resolver: resolver)
+            }
+            guard var row = try row(pk, table: table, c) else { return nil }
+            for relationship in model.relationships(of: row.id.entityName) where relationship.isToMany {
+                row.toMany[relationship.name] = try resolver.related(of: row.id, relationship.name)
+            }
+            return row
+        }
+    }
+
+    /// ``rowWithToMany(for:model:)`` through the pipelined reader (`PGPipelineReader`) when one
+    /// statement reads the object and decoding it needs no further read; otherwise, or when the
+    /// pipelined read fails in any way, the blocking read runs through `blocking`, and reports
+    /// the failure (or retries) as it always does.
+    public func rowWithToMany(
+        for id: ObjectID, model: ObjectModel, blocking: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+        completion: @escaping @Sendable (Result<StoreRow?, StoreError>) -> Void
+    ) {
+        let fallback: @Sendable () -> Void = { [self] in
+            do throws(StoreError) {
+                completion(.success(try rowWithToMany(for: id, model: model)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+        guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey,
+            entityNames.contains(id.entityName), let table = schema.base.table(for: id.entityName),
+            let keyed = schema.keyedRead(of: id.entityName), !keyed.needsLookups
+        else {
+            blocking(fallback)
+            return
+        }
+        reader.read(keyed.sql, [.integer(pk)]) { [self] result in
+            guard case .success(let rows) = result else {
+                blocking(fallback)
+                return
+            }
+            guard let values = rows.rows.first else {
+                completion(.success(nil))
+                return
+            }
+            do {
+                completion(.success(try decodeKeyed(values, keyed, table: table, resolver: nil)))
+            } catch {
+                blocking(fallback)
+            }
+        }
+    }
+
+    /// The row of a ``PostgreSQLSchema/KeyedRead``, with its to-many relationships.
+    private func decodeKeyed(
+        _ values: [String?], _ keyed: PostgreSQLSchema.KeyedRead, table: SQLiteSchema.Table,
+        resolver: PostgreSQLResolver?
+    ) throws -> StoreRow {
+        var row = try decodeRow(values, table: table, resolver: resolver)
+        var column = keyed.firstList
+        for list in keyed.lists {
+            guard let destination = list.destination else {
+                row.toMany[list.name] = []
+                continue
+            }
+            row.toMany[list.name] = PostgreSQLSchema.keys(values[column]).map { self.id(destination, $0) }
+            column += 1
+        }
+        return row
+    }
+
     func row(_ pk: Int64, table: SQLiteSchema.Table, _ c: PGConnection) throws -> StoreRow? {
         let sql =
             "SELECT \(schema.selectList(table, alias: "t")) FROM \(schema.qualified(table.name)) AS t WHERE t.\"_pk\" = $1"
@@ -144,7 +221,9 @@ extension PostgreSQLStore {
     }
 
     /// Decodes one row of a ``PostgreSQLSchema/selectList(_:alias:)`` through its entity's plan.
-    func decodeRow(_ values: [String?], table: SQLiteSchema.Table, resolver: PostgreSQLResolver) throws -> StoreRow {
+    /// Without a resolver, a to-one relationship into a table of several entities cannot be
+    /// decoded (its key's entity is looked up), and throws.
+    func decodeRow(_ values: [String?], table: SQLiteSchema.Table, resolver: PostgreSQLResolver?) throws -> StoreRow {
         let entity = values[1] ?? ""
         guard let plan = schema.base.rowPlans[entity], let pk = values[0].flatMap({ Int64($0) }) else {
             throw StoreError(
@@ -161,8 +240,14 @@ extension PostgreSQLStore {
                 toOne[info.name] = .some(nil)
                 continue
             }
-            toOne[info.name] =
-                info.destinationIsHierarchy ? try resolver.objectID(info.destination, key) : id(info.destination, key)
+            guard info.destinationIsHierarchy else {
+                toOne[info.name] = id(info.destination, key)
+                continue
+            }
+            guard let resolver else {
+                throw StoreError(.io, "'\(info.name)' needs its destination's entity looked up", storeURL: url)
+            }
+            toOne[info.name] = try resolver.objectID(info.destination, key)
         }
         return StoreRow(
             id: id(entity, pk), version: values[2].flatMap { Int64($0) } ?? 0,

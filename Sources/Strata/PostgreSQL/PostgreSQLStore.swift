@@ -6,9 +6,17 @@ import Synchronization
 /// share one database.
 ///
 /// The URL is any libpq connection URI (`postgresql://user@host:5432/db`, `postgres://` too);
-/// Strata's own query parameter `schema` names the namespace (default `strata` for the whole
-/// model, `strata_<configuration>` for a configuration) and is not passed to libpq. The password
-/// comes from the URI, `PGPASSWORD` or a `.pgpass` file, as libpq reads them; it is never logged.
+/// Strata's own query parameters are not passed to libpq: `schema` names the namespace (default
+/// `strata` for the whole model, `strata_<configuration>` for a configuration), `pool` the size of
+/// its connection pool (default 32), and `prepare=false` keeps every statement unnamed and
+/// unprepared, as a pooler in transaction mode (PgBouncer before 1.21) needs; by default a
+/// connection prepares the statements it runs more than once. The password comes from the URI,
+/// `PGPASSWORD` or a `.pgpass` file, as libpq reads them; it is never logged.
+///
+/// Reads of one object by key without a waiting thread
+/// (``rowWithToMany(for:model:blocking:completion:)``, what the REST service's `GET` by id uses)
+/// are pipelined (libpq's pipeline mode) on at most four connections of their own (fewer when the
+/// pool is smaller), beside the pool and the connection that listens for other servers' saves.
 ///
 /// Saves run in one transaction each on a pooled connection under READ COMMITTED: the objects a
 /// save changes or deletes are locked (`SELECT … FOR UPDATE`) and their versions checked first,
@@ -28,6 +36,11 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     let model: ObjectModel
     let schema: PostgreSQLSchema
     let pool: PGPool
+    /// Reads of one object by key, pipelined on connections of their own (see
+    /// ``PGPipelineReader``).
+    let reader: PGPipelineReader
+    /// The most connections ``reader`` opens (within the pool's size).
+    static let readerWidth = 4
     /// The PostgreSQL server's version number (160004 for 16.4).
     public let serverVersion: Int
     /// `PostgreSQL 15.8` (from ``serverVersion``).
@@ -84,7 +97,11 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         displayURL = PGConnection.redacted(url.absoluteString)
         pool = PGPool(
             conninfo: Self.limitingConnects(Self.limitingStatements(conninfo, to: options.queryBudget)),
-            limit: poolSize)
+            limit: poolSize, prepares: Self.preparesStatements(url))
+        let reader = PGPipelineReader(
+            conninfo: pool.conninfo, width: min(Self.readerWidth, poolSize), prepares: pool.prepares)
+        self.reader = reader
+        pool.onInvalidate = { reader.reset() }
         let hashes = model.entityVersionHashes.filter { entities.contains($0.key) }
         // Written with another model: migrated first when asked to, as SQLite stores are.
         if options.migrate, !options.readOnly,
@@ -213,10 +230,18 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             if let value = items.first(where: { $0.name == "pool" })?.value.flatMap({ Int($0) }), value > 0 {
                 poolSize = value
             }
-            let rest = items.filter { $0.name != "schema" && $0.name != "pool" }
+            let rest = items.filter { !["schema", "pool", "prepare"].contains($0.name) }
             components.queryItems = rest.isEmpty ? nil : rest
         }
         return (components.string ?? url.absoluteString, namespace, poolSize)
+    }
+
+    /// Whether the store's connections prepare the statements they run more than once: unless the
+    /// URI says `prepare=false` (or `off`, `no`, `0`), as a pooler in transaction mode needs.
+    static func preparesStatements(_ url: URL) -> Bool {
+        let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        guard let value = items.last(where: { $0.name == "prepare" })?.value?.lowercased() else { return true }
+        return !["false", "off", "no", "0"].contains(value)
     }
 
     /// Every key and value of the metadata table; nil when the namespace has no Strata store.
@@ -361,6 +386,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     public func close() {
         closed.store(true, ordering: .releasing)
         listener.withLock { $0?.stop() }
+        reader.stop()
         pool.drain()
     }
 }

@@ -211,6 +211,12 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// read into `toMany`, nil when it does not exist. A store that can reads them all from one
     /// snapshot, so that the row and its relationships agree.
     func rowWithToMany(for id: ObjectID, model: ObjectModel) throws(StoreError) -> StoreRow?
+    /// ``rowWithToMany(for:model:)`` without blocking the calling thread: `completion` gets the
+    /// result, exactly once, on a thread of the store's or through `blocking`, which runs a job on a
+    /// thread that may block (where a store that cannot read otherwise reads).
+    func rowWithToMany(
+        for id: ObjectID, model: ObjectModel, blocking: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+        completion: @escaping @Sendable (Result<StoreRow?, StoreError>) -> Void)
     /// Reserves `count` new primary keys for `entity`; keys are never reused, even after a rollback.
     func newObjectIDs(entity: String, count: Int) throws(StoreError) -> [ObjectID]
     /// Applies `changes` in one transaction, left open until the result is committed or rolled back.
@@ -250,6 +256,19 @@ extension PersistentStore {
             row.toMany[relationship.name] = try relatedIDs(of: row.id, relationship: relationship.name)
         }
         return row
+    }
+
+    public func rowWithToMany(
+        for id: ObjectID, model: ObjectModel, blocking: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+        completion: @escaping @Sendable (Result<StoreRow?, StoreError>) -> Void
+    ) {
+        blocking { [self] in
+            do throws(StoreError) {
+                completion(.success(try rowWithToMany(for: id, model: model)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
     }
 
     /// The store's UUID.

@@ -125,6 +125,49 @@ extension RESTService {
             entry = ReadCache.Entry(version: row.version, body: try render(row))
             readCache.offer(entity, key, entry, generation: generation)
         }
+        return try answer(entry, request)
+    }
+
+    /// ``read(_:_:_:)`` without blocking the calling thread: the same answer, given to
+    /// `completion` when the store's read comes back (pipelined for a PostgreSQL store), or at
+    /// once from the read cache; `blocking` runs what must block on a thread that may.
+    func read(
+        _ entity: String, _ id: String, _ request: HTTPRequest,
+        blocking: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+        completion: @escaping @Sendable (HTTPResponse) -> Void
+    ) {
+        let key = Int64(id) ?? 0
+        let (cached, generation) = readCache.lookup(entity, key)
+        guard request.query.isEmpty, cached == nil, key > 0, let prototype = prototypeByEntity[entity] else {
+            // A refusal or a cached object: answered as the blocking read answers it, at once.
+            do throws(Problem) {
+                completion(try read(entity, id, request))
+            } catch {
+                completion(error.response)
+            }
+            return
+        }
+        reads.rowWithToMany(for: prototype.withPrimaryKey(key), blocking: blocking) { [self] result in
+            do throws(Problem) {
+                let row: StoreRow?
+                switch result {
+                case .success(let found): row = found
+                case .failure(let error): throw Problem(error)
+                }
+                guard let row, model.entity(row.id.entityName, isKindOf: entity) else {
+                    throw Problem.notFound("\(entity) \(id) does not exist")
+                }
+                let entry = ReadCache.Entry(version: row.version, body: try render(row))
+                readCache.offer(entity, key, entry, generation: generation)
+                completion(try answer(entry, request))
+            } catch {
+                completion(error.response)
+            }
+        }
+    }
+
+    /// The answer of a read of `entry`: `304` when the request's `If-None-Match` holds its tag.
+    private func answer(_ entry: ReadCache.Entry, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let version = entry.version
         let etag = entry.etag
         if let header = request.header("if-none-match") {

@@ -172,8 +172,10 @@ public final class RESTService: Sendable {
     /// quickly without waiting for a lock or a commit (a read of one object by primary key, the
     /// service documents that need no store, paths that are not resources);
     /// ``HTTPDispatch/deferred`` for writes to a collection or an object, which
-    /// ``handle(_:context:lead:completion:)`` answers once their group commit is durable; and
-    /// ``HTTPDispatch/pool`` for the rest (reads from PostgreSQL stores, lists, sub-resources, batches, the OpenAPI document).
+    /// ``handle(_:context:lead:completion:)`` answers once their group commit is durable, and for
+    /// reads by primary key from PostgreSQL stores, answered when the store's pipelined read
+    /// comes back; and ``HTTPDispatch/pool`` for the rest (lists and indexes over PostgreSQL
+    /// stores, sub-resources, batches, the OpenAPI document).
     public func dispatch(for request: HTTPRequest) -> HTTPDispatch {
         let method = request.method == "HEAD" ? "GET" : request.method
         let route = Route(path: request.path, resources: resources)
@@ -182,7 +184,7 @@ public final class RESTService: Sendable {
         default: break
         }
         switch (method, route) {
-        case ("GET", .item(let entity, _)) where remoteEntities.contains(entity): return .pool
+        case ("GET", .item(let entity, _)) where remoteEntities.contains(entity): return .deferred
         case ("GET", .index) where !remoteEntities.isEmpty: return .pool
         case ("GET", .index), ("GET", .live), ("GET", .ready), ("GET", .metrics), ("GET", .item), ("GET", .unknown),
             ("GET", .docs):
@@ -275,19 +277,29 @@ public final class RESTService: Sendable {
 
     /// Answers one request without blocking the calling thread: a write to a collection or an
     /// object is prepared here and answered through `completion` when the root's group commit
-    /// holding it is durable (on the thread that committed it); anything else runs ``handle(_:context:)``
-    /// through `lead`.
+    /// holding it is durable (on the thread that committed it); a read by primary key answers
+    /// when the store's read comes back (see ``CommittedReads/rowWithToMany(for:blocking:completion:)``);
+    /// anything else runs ``handle(_:context:)`` through `lead`.
     /// - Parameters:
     ///   - context: who the request acts for (by default anonymous access).
     ///   - lead: runs a job on a thread that may block (the group commit, or a whole request).
     ///   - completion: gets the response, exactly once.
     public func handle(
         _ request: HTTPRequest, context: RequestContext = RequestContext(),
-        lead: @escaping (@escaping @Sendable () -> Void) -> Void,
+        lead: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
         completion: @escaping @Sendable (HTTPResponse) -> Void
     ) {
         let started = DispatchTime.now().uptimeNanoseconds
         let route = Route(path: request.path, resources: resources)
+        if case .item(let entity, let id) = route, request.method == "GET" || request.method == "HEAD",
+            allowed(route).contains("GET"), !Self.wantsHTML(request)
+        {
+            read(entity, id, request, blocking: lead) { [self] response in
+                record(response, to: request, on: route, started: started)
+                completion(response)
+            }
+            return
+        }
         guard let prepare = writeBody(request, route) else {
             lead { [self] in completion(handle(request, context: context)) }
             return
