@@ -10,31 +10,31 @@ import Testing
 @Suite struct HistoryTests {
     /// Books (title preserved after deletion, unique) with tags in `Main`; visits (path preserved)
     /// in `Logs`.
-    static let model = try! ObjectModel.load(
-        json: Array(
-            #"""
-            {"name": "History", "version": "1", "entities": [
-              {"name": "Book", "attributes": [
-                 {"name": "title", "type": "string", "coreData": {"attributeType": "String", "preservesValueInHistoryOnDeletion": true}},
-                 {"name": "year", "type": "integer32"}],
-               "relationships": [{"name": "tags", "destination": "Tag", "toMany": true, "inverse": "books"}],
-               "uniqueness": [["title"]]},
-              {"name": "Tag", "attributes": [{"name": "name", "type": "string"}],
-               "relationships": [{"name": "books", "destination": "Book", "toMany": true, "inverse": "tags"}]},
-              {"name": "Visit", "attributes": [
-                 {"name": "path", "type": "string", "coreData": {"attributeType": "String", "preservesValueInHistoryOnDeletion": true}}]}
-            ], "configurations": [
-              {"name": "Main", "entities": ["Book", "Tag"]},
-              {"name": "Logs", "entities": ["Visit"]}
-            ]}
-            """#.utf8))
+    static let modelJSON = #"""
+        {"name": "History", "version": "1", "entities": [
+          {"name": "Book", "attributes": [
+             {"name": "title", "type": "string", "coreData": {"attributeType": "String", "preservesValueInHistoryOnDeletion": true}},
+             {"name": "year", "type": "integer32"}],
+           "relationships": [{"name": "tags", "destination": "Tag", "toMany": true, "inverse": "books"}],
+           "uniqueness": [["title"]]},
+          {"name": "Tag", "attributes": [{"name": "name", "type": "string"}],
+           "relationships": [{"name": "books", "destination": "Book", "toMany": true, "inverse": "tags"}]},
+          {"name": "Visit", "attributes": [
+             {"name": "path", "type": "string", "coreData": {"attributeType": "String", "preservesValueInHistoryOnDeletion": true}}]}
+        ], "configurations": [
+          {"name": "Main", "entities": ["Book", "Tag"]},
+          {"name": "Logs", "entities": ["Visit"]}
+        ]}
+        """#
+    static let model = try! ObjectModel.load(json: Array(modelJSON.utf8))
 
     static let recording = StoreOptions(recordsHistory: true)
 
     /// A coordinator over `Main` (of `kind`) and `Logs` (SQLite, in memory for `.memory`), both
     /// recording history unless `options` says otherwise.
     static func open(
-        _ kind: StoreUnderTest, _ folder: TemporaryDirectory, options: StoreOptions = recording
+        _ kind: StoreUnderTest, _ folder: TemporaryDirectory, options: StoreOptions = recording,
+        model: ObjectModel = model
     ) throws -> StoreCoordinator {
         let coordinator = StoreCoordinator(model: model)
         switch kind {
@@ -329,5 +329,42 @@ import Testing
             for row in try coordinator.fetch(FetchRequest(entityName: entity)) { stored[row.id] = row.version }
         }
         #expect(replayed == stored)
+    }
+
+    /// The model with an attribute more (`Book.pages`), version 2.
+    static let migrated = try! ObjectModel.load(
+        json: Array(
+            modelJSON.replacingOccurrences(of: #""version": "1""#, with: #""version": "2""#)
+                .replacingOccurrences(
+                    of: #"{"name": "year", "type": "integer32"}"#,
+                    with: #"{"name": "year", "type": "integer32"}, {"name": "pages", "type": "integer16"}"#
+                ).utf8))
+
+    @Test(arguments: StoreUnderTest.allCases.filter { $0 != .memory })
+    func historySurvivesAMigration(_ kind: StoreUnderTest) throws {
+        #expect(Self.migrated.attribute("pages", of: "Book") != nil)
+        let folder = TemporaryDirectory()
+        var coordinator = try Self.open(kind, folder)
+        let context = ObjectContext(coordinator: coordinator)
+        let book = try context.insert("Book", values: ["title": .string("Dune")])
+        try context.save()
+        try book.setValue(.integer(1965), forKey: "year")
+        try context.save()
+        let kept = try coordinator.history()
+        Self.close(coordinator)
+
+        coordinator = try Self.open(
+            kind, folder, options: StoreOptions(migrate: true, recordsHistory: true), model: Self.migrated)
+        defer { Self.close(coordinator) }
+        #expect(try coordinator.history() == kept)
+        let again = ObjectContext(coordinator: coordinator)
+        try again.object(with: book.objectID).setValue(.integer(412), forKey: "pages")
+        try again.save()
+        let last = try #require(try coordinator.history().last)
+        #expect(last.number == 3)
+        #expect(
+            last.changes == [
+                HistoryChange(objectID: book.objectID, kind: .update, updatedProperties: ["pages"], version: 3)
+            ])
     }
 }
