@@ -73,7 +73,7 @@ import Testing
         defer { Self.close(coordinator) }
         let context = ObjectContext(coordinator: coordinator)
         context.name = "editor"
-        context.transactionAuthor = "alice"
+        context.transactionAuthor = "zoë"
         let published = Locked<[HistoryToken?]>([])
         context.observeSaves { changes in published.withLock { $0.append(changes.historyToken) } }
 
@@ -81,7 +81,7 @@ import Testing
         let other = try context.insert("Book", values: ["title": .string("Emma"), "year": .integer(1815)])
         let tag = try context.insert("Tag", values: ["name": .string("classic")])
         try context.save()
-        try book.setValue(.string("Dune Messiah"), forKey: "title")
+        try book.setValue(.string("Dune — Messiah"), forKey: "title")
         try book.setValue(.integer(1969), forKey: "year")
         try context.save()
         try other.add(tag, toKey: "tags")
@@ -91,7 +91,7 @@ import Testing
 
         let history = try coordinator.history()
         #expect(history.map(\.number) == [1, 2, 3, 4])
-        #expect(history.allSatisfy { $0.author == "alice" && $0.contextName == "editor" })
+        #expect(history.allSatisfy { $0.author == "zoë" && $0.contextName == "editor" })
         #expect(history.allSatisfy { $0.storeIdentifier == Self.main(coordinator).identifier })
         #expect(Set(history[0].changes.map(\.objectID)) == [book.objectID, other.objectID, tag.objectID])
         #expect(history[0].changes.allSatisfy { $0.kind == .insert && $0.version == 1 && $0.updatedProperties == nil })
@@ -104,7 +104,7 @@ import Testing
         #expect(
             history[3].changes == [
                 HistoryChange(
-                    objectID: book.objectID, kind: .delete, tombstone: ["title": .string("Dune Messiah")], version: 2)
+                    objectID: book.objectID, kind: .delete, tombstone: ["title": .string("Dune — Messiah")], version: 2)
             ])
         // The save notifications carry the tokens their transactions produced.
         #expect(published.withLock { $0 } == history.map { $0.token as HistoryToken? })

@@ -57,28 +57,42 @@ extension PostgreSQLStore {
     public func history(_ request: HistoryRequest) throws(StoreError) -> [HistoryTransaction] {
         try SQLHistory.collect(request, model: model) { (after, count) throws(StoreError) in
             try read { (c: PGConnection) throws(PGError) in
-                guard try hasHistory(c) else { return [] }
-                let transactions = try c.execute(
-                    "SELECT number, at, author, context FROM \(schema.qualified(SQLHistory.transactions)) "
-                        + "WHERE number > $1 ORDER BY number LIMIT $2",
-                    [.integer(after), .integer(Int64(count))]
-                ).rows.map {
-                    SQLHistory.TransactionRow(
-                        number: Int64($0[0] ?? "") ?? 0, at: Double($0[1] ?? "") ?? 0, author: $0[2], context: $0[3])
+                // One snapshot for the transactions and their changes, whatever pruning runs meanwhile.
+                try c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                do throws(PGError) {
+                    let page = try historyPage(after: after, count: count, c)
+                    try c.execute("COMMIT")
+                    return page
+                } catch {
+                    _ = try? c.execute("ROLLBACK")
+                    throw error
                 }
-                guard let last = transactions.last else { return [] }
-                let changes = try c.execute(
-                    "SELECT number, \(SQLHistory.changeColumns) FROM \(schema.qualified(SQLHistory.changes)) "
-                        + "WHERE number > $1 AND number <= $2 ORDER BY number, position",
-                    [.integer(after), .integer(last.number)]
-                ).rows.map {
-                    SQLHistory.ChangeRow(
-                        number: Int64($0[0] ?? "") ?? 0, entity: $0[1] ?? "", pk: Int64($0[2] ?? "") ?? 0,
-                        op: $0[3] ?? "", version: Int64($0[4] ?? "") ?? 0, changed: $0[5], tombstone: $0[6])
-                }
-                return SQLHistory.assemble(transactions, changes, store: metadata.identifier, model: model)
             }
         }
+    }
+
+    /// Up to `count` transactions numbered after `after`, with their changes.
+    private func historyPage(after: Int64, count: Int, _ c: PGConnection) throws(PGError) -> [HistoryTransaction] {
+        guard try hasHistory(c) else { return [] }
+        let transactions = try c.execute(
+            "SELECT number, at, author, context FROM \(schema.qualified(SQLHistory.transactions)) "
+                + "WHERE number > $1 ORDER BY number LIMIT $2",
+            [.integer(after), .integer(Int64(count))]
+        ).rows.map {
+            SQLHistory.TransactionRow(
+                number: Int64($0[0] ?? "") ?? 0, at: Double($0[1] ?? "") ?? 0, author: $0[2], context: $0[3])
+        }
+        guard let last = transactions.last else { return [] }
+        let changes = try c.execute(
+            "SELECT number, \(SQLHistory.changeColumns) FROM \(schema.qualified(SQLHistory.changes)) "
+                + "WHERE number > $1 AND number <= $2 ORDER BY number, position",
+            [.integer(after), .integer(last.number)]
+        ).rows.map {
+            SQLHistory.ChangeRow(
+                number: Int64($0[0] ?? "") ?? 0, entity: $0[1] ?? "", pk: Int64($0[2] ?? "") ?? 0,
+                op: $0[3] ?? "", version: Int64($0[4] ?? "") ?? 0, changed: $0[5], tombstone: $0[6])
+        }
+        return SQLHistory.assemble(transactions, changes, store: metadata.identifier, model: model)
     }
 
     public func lastHistoryNumber() throws(StoreError) -> Int64 {
