@@ -62,6 +62,11 @@ extension ServeCommand {
             help: "migrate stores written with an older model when loading them, all together or none; an "
                 + ".xcdatamodeld model's versions are the steps"
         ) { $0.migrate = $1 },
+        .flag(
+            "--history", inverse: "--no-history", environment: "STRATA_HISTORY", default: "on",
+            help: "record every commit's persistent history (who, when, which objects, deletes' tombstones) in "
+                + "the same transaction as the data, in each store"
+        ) { $0.history = $1 },
     ]
 
     /// Bounds on one request.

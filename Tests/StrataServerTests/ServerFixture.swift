@@ -24,4 +24,9 @@ extension ServerFixture {
     func dump() throws -> [String] {
         try sqliteDump(catalogURL) + sqliteDump(activityURL)
     }
+
+    /// ``dump()`` without the history tables and their `AUTOINCREMENT` counter: the objects alone.
+    func dataDump() throws -> [String] {
+        try dump().filter { !$0.hasPrefix("_strata_history") && !$0.hasPrefix("sqlite_sequence: _strata_history") }
+    }
 }

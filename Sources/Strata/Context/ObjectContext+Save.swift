@@ -215,7 +215,7 @@ extension ObjectContext {
 
     /// Builds the coordinator request for the root's changes.
     func saveRequest(_ s: inout ContextStorage) throws(ContextError) -> SaveRequest {
-        var request = SaveRequest()
+        var request = SaveRequest(authorship: authorship)
         func joinStored(_ entity: String, _ name: String) -> Bool {
             if case .joinTable? = model.storage(of: name, in: entity) { return true }
             return false
@@ -338,7 +338,9 @@ extension ObjectContext {
         }
         s.clearPending()
         if let limit = s.cacheLimit, s.objects.count > limit { s.objects.removeAll(keepingCapacity: true) }
-        return ContextChanges(inserted: inserted, updated: updated, deleted: deleted, byStore: byStore)
+        var changes = ContextChanges(inserted: inserted, updated: updated, deleted: deleted, byStore: byStore)
+        changes.historyToken = result.historyToken
+        return changes
     }
 
     /// Applies the merge policy to the conflicting objects so the save can be retried.

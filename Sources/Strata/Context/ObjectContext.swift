@@ -36,6 +36,8 @@ public final class ObjectContext: @unchecked Sendable {
     /// The merge policy, also kept outside `storage` so children can read it while a commit holds
     /// the storage lock.
     private let policyBox = Locked(MergePolicy.error)
+    /// The context's name and transaction author, kept outside `storage` for the same reason.
+    private let authorshipBox = Locked(HistoryAuthorship())
 
     /// Creates a root context that saves through `coordinator`.
     public init(coordinator: StoreCoordinator, mergePolicy: MergePolicy = .error) {
@@ -78,6 +80,23 @@ public final class ObjectContext: @unchecked Sendable {
 
     /// A new child context whose saves go into this one.
     public func newChildContext() -> ObjectContext { ObjectContext(parent: self) }
+
+    /// The context's name (Core Data's `name`): recorded as the context name of the history
+    /// transactions its saves write.
+    public var name: String? {
+        get { authorshipBox.withLock { $0.contextName } }
+        set { authorshipBox.withLock { $0.contextName = newValue } }
+    }
+
+    /// Who the context's saves are by (Core Data's `transactionAuthor`): recorded as the author
+    /// of the history transactions they write.
+    public var transactionAuthor: String? {
+        get { authorshipBox.withLock { $0.author } }
+        set { authorshipBox.withLock { $0.author = newValue } }
+    }
+
+    /// The name and author a save records.
+    var authorship: HistoryAuthorship { authorshipBox.withLock { $0 } }
 
     /// What a root save does on a version conflict (default `.error`).
     public var mergePolicy: MergePolicy {
@@ -187,6 +206,9 @@ public struct ContextChanges: Sendable, Hashable {
     public var deleted: [ObjectID]
     /// The same, per store UUID.
     public var byStore: [String: StoreChangeSummary]
+    /// The history token the save produced (see ``SaveResult/historyToken``); nil when it wrote
+    /// no store that records history, or for changes another process made.
+    public var historyToken: HistoryToken?
 
     /// Objects another process wrote, all as updated (which of insert, update or delete is not
     /// known; a merge reads each again).

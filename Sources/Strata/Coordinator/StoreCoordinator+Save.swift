@@ -10,16 +10,19 @@ public struct SaveRequest: Sendable, Hashable {
     public var updates: [StoreUpdate]
     /// Deleted objects.
     public var deletes: [StoreDeletion]
+    /// Who saves, for the history of stores that record it.
+    public var authorship: HistoryAuthorship
 
     /// Creates a save request.
     public init(
         inserts: [StoreRow] = [], assignments: [ObjectID: String] = [:], updates: [StoreUpdate] = [],
-        deletes: [StoreDeletion] = []
+        deletes: [StoreDeletion] = [], authorship: HistoryAuthorship = HistoryAuthorship()
     ) {
         self.inserts = inserts
         self.assignments = assignments
         self.updates = updates
         self.deletes = deletes
+        self.authorship = authorship
     }
 }
 
@@ -31,6 +34,9 @@ public struct SaveResult: Sendable, Hashable {
     public var versions: [ObjectID: Int64]
     /// Per store UUID: the inserted, updated and deleted IDs.
     public var changesByStore: [String: StoreChangeSummary]
+    /// The history token of the save: per written store that records history, the number of
+    /// the transaction this save committed there; nil when no such store was written.
+    public var historyToken: HistoryToken?
     /// The inserts' temporary IDs, in the request's order, and the permanent IDs they were given:
     /// the context re-keys its objects walking these rather than hashing each through `permanentIDs`.
     var temporaryIDs: [ObjectID] = []
@@ -65,12 +71,15 @@ extension StoreCoordinator {
         var updates = request.updates
         try save.rewriteReferences(inserts: &inserted, updates: &updates)
         try save.split(inserts: inserted, updates: updates, deletes: request.deletes)
-        save.planParticipation()
+        save.planParticipation(authorship: request.authorship)
         let prepared = try save.prepareStores()
         let versions = try save.commit(prepared)
+        var token: [String: Int64] = [:]
+        for (identifier, part) in prepared { if let number = part.historyNumber { token[identifier] = number } }
         return SaveResult(
             permanentIDs: save.permanent, versions: versions, changesByStore: save.summaries,
-            temporaryIDs: save.temporaryIDs, issuedIDs: save.issuedIDs)
+            historyToken: token.isEmpty ? nil : HistoryToken(token), temporaryIDs: save.temporaryIDs,
+            issuedIDs: save.issuedIDs)
     }
 }
 
@@ -220,9 +229,13 @@ struct SaveInProgress {
 
     /// Phase 5: for a save that writes several durable stores, each one's part in it (see
     /// ``SaveParticipation``): the first in commit order keeps the record of the others' changes.
-    /// And for every written store, the finished records and marks it may forget meanwhile.
-    mutating func planParticipation() {
+    /// And for every written store, the finished records and marks it may forget meanwhile, and
+    /// who saves (for its history).
+    mutating func planParticipation(authorship: HistoryAuthorship = HistoryAuthorship()) {
         let written = changes.keys.filter { !changes[$0]!.isEmpty }.sorted()
+        if authorship != HistoryAuthorship() {
+            for identifier in written { changes[identifier]!.authorship = authorship }
+        }
         let durable = written.filter { storesByID[$0]!.isDurable }
         if durable.count >= 2 {
             let saveID = UUID().uuidString

@@ -20,8 +20,8 @@ extension PostgreSQLStore {
             do {
                 try writeKeptChanges(c)
                 let marker = UUID().uuidString.lowercased()
-                let versions = try write(changes, c, marker: marker)
-                return TransactionPreparedSave(versions: versions, changes: changes) {
+                let (versions, history) = try write(changes, c, marker: marker)
+                return TransactionPreparedSave(versions: versions, historyNumber: history, changes: changes) {
                     (commit, keep) throws(StoreError) in try self.finish(c, commit: commit, keep: keep, marker: marker)
                 }
             } catch let error as PGError {
@@ -44,14 +44,16 @@ extension PostgreSQLStore {
 
     /// Begins a transaction on `c` and writes `changes`, their participation and housekeeping, the
     /// commit marker `marker` (nil for none) and the notification, leaving it open.
-    func write(_ changes: StoreChanges, _ c: PGConnection, marker: String? = nil) throws -> [ObjectID: Int64] {
+    func write(_ changes: StoreChanges, _ c: PGConnection, marker: String? = nil) throws -> (
+        versions: [ObjectID: Int64], history: Int64?
+    ) {
         try c.execute("BEGIN")
         // The query budget is for fetches; a save may wait for row locks as long as it must.
         if options.queryBudget != nil { try c.execute("SET LOCAL statement_timeout = 0") }
-        let versions = try writeChanges(changes, c)
+        let written = try writeChanges(changes, c)
         try writeCrossStoreNotes(changes, c)
         try notify(changes, c, marker: marker)
-        return versions
+        return written
     }
 
     /// Writes, each in its own transaction, the kept parts of saves across stores.

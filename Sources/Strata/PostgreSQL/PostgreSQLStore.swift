@@ -123,7 +123,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
                 try c.execute("BEGIN")
                 try c.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("strata:" + namespace)])
                 var values = try Self.metadataValues(c, namespace: schema.namespace)
-                if !options.readOnly { try Self.createHousekeeping(c, schema) }
+                if !options.readOnly { try Self.createHousekeeping(c, schema, history: options.recordsHistory) }
                 if values == nil {
                     for statement in schema.createStatements { try c.execute(statement) }
                     let rows = SQLiteStore.metadataValues(created, model: model)
@@ -164,10 +164,13 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     }
 
     /// Creates the tables a store keeps beside its data where they are missing: the commit markers
-    /// (see ``commitMarkerTable``) and the idempotency ledger's table.
-    static func createHousekeeping(_ c: PGConnection, _ schema: PostgreSQLSchema) throws(PGError) {
+    /// (see ``commitMarkerTable``), the idempotency ledger's table and, with `history`, the
+    /// history tables (see `SQLHistory`).
+    static func createHousekeeping(_ c: PGConnection, _ schema: PostgreSQLSchema, history: Bool = false)
+        throws(PGError)
+    {
         try c.execute("CREATE SCHEMA IF NOT EXISTS \(PostgreSQLSchema.quote(schema.namespace))")
-        for (table, columns) in [
+        for (table, columns) in (history ? historyTables : []) + [
             (commitMarkerTable, "token text PRIMARY KEY, at timestamptz NOT NULL DEFAULT now()"),
             (
                 PostgreSQLIdempotency.table,
@@ -177,6 +180,11 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             let exists = try c.execute("SELECT to_regclass($1) IS NOT NULL", [.text(schema.qualified(table))])
             if exists.rows.first?.first == "t" { continue }
             try c.execute("CREATE TABLE IF NOT EXISTS \(schema.qualified(table)) (\(columns))")
+        }
+        if history {
+            try c.execute(
+                "INSERT INTO \(schema.qualified(historyCounterTable)) (id, last) VALUES (1, 0) ON CONFLICT (id) DO NOTHING"
+            )
         }
     }
 

@@ -1,11 +1,13 @@
 import Foundation
 
 extension SQLStore {
-    /// Writes every change inside the open transaction on `c` and returns the new versions:
+    /// Writes every change inside the open transaction on `c` and returns the new versions and,
+    /// when the store records history, the number of the history transaction written last:
     /// versions checked first, then inserts, updates, join-table edits and deletes.
     /// - Throws: ``StoreError`` (`.conflict`, `.notFound`, `.invalidRequest`,
     ///   `.uniqueViolation`), or what `writeFailure(_:entity:)` makes of a failed write.
-    func writeChanges(_ changes: StoreChanges, _ c: Connection) throws -> [ObjectID: Int64] {
+    func writeChanges(_ changes: StoreChanges, _ c: Connection) throws -> (versions: [ObjectID: Int64], history: Int64?)
+    {
         let current = try checkVersions(changes, c)
         var versions: [ObjectID: Int64] = [:]
         versions.reserveCapacity(changes.inserts.count + changes.updates.count)
@@ -15,8 +17,12 @@ extension SQLStore {
             versions[update.id] = (current[update.id] ?? 0) + 1
         }
         try writeToMany(changes, c)
+        let recording = options.recordsHistory && !changes.isEmpty
+        let tombstones = recording ? try tombstones(changes, c) : [:]
         for deletion in changes.deletes { try writeDeletion(deletion, c) }
-        return versions
+        guard recording else { return (versions, nil) }
+        let number = try writeHistory(changes, versions: versions, stored: current, tombstones: tombstones, c)
+        return (versions, number)
     }
 
     /// Inserts `rows`, which come in runs of one entity (one home): each run is checked, then

@@ -16,6 +16,7 @@ protocol SQLStore: AnyObject {
     var metadata: StoreMetadata { get }
     var entityNames: Set<String> { get }
     var url: URL? { get }
+    var options: StoreOptions { get }
     /// The store's tables.
     var layout: SQLiteSchema { get }
     var dialect: Dialect { get }
@@ -32,6 +33,12 @@ protocol SQLStore: AnyObject {
     /// What a failed write of `entity` throws: `.uniqueViolation` naming the fields for a broken
     /// uniqueness constraint; for anything else, the store's own error.
     func writeFailure(_ error: Connection.Failure, entity: String) -> any Error
+    /// The stored state of `id` as the open transaction on `c` sees it.
+    func storedRow(_ id: ObjectID, _ c: Connection) throws -> StoreRow?
+    /// Inserts the row of a new history transaction written at `date` by `authorship` inside the
+    /// open transaction, and returns its number: one more than the last committed, so that
+    /// numbers follow commit order without gaps (see `SQLHistory`).
+    func beginHistory(at date: Date, _ authorship: HistoryAuthorship, _ c: Connection) throws -> Int64
 }
 
 extension SQLStore {

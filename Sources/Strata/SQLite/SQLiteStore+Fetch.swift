@@ -107,7 +107,7 @@ extension SQLiteStore {
     }
 
     /// How to read the row of `id` on a connection; nil when this store cannot hold it.
-    private func keyedRead(_ id: ObjectID) -> ((SQLiteConnection) throws -> StoreRow?)? {
+    func keyedRead(_ id: ObjectID) -> ((SQLiteConnection) throws -> StoreRow?)? {
         guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey, entityNames.contains(id.entityName),
             let table = schema.table(for: id.entityName)
         else { return nil }

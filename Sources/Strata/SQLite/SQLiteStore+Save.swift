@@ -13,8 +13,8 @@ extension SQLiteStore {
             throw error
         }
         do {
-            let versions = try write(changes, db)
-            return TransactionPreparedSave(versions: versions, changes: changes) {
+            let (versions, history) = try write(changes, db)
+            return TransactionPreparedSave(versions: versions, historyNumber: history, changes: changes) {
                 (commit, keep) throws(StoreError) in try self.finish(commit: commit, keep: keep)
             }
         } catch {
@@ -25,7 +25,9 @@ extension SQLiteStore {
 
     /// Begins a transaction on the writer (held by the caller) and writes `changes` with their
     /// participation and housekeeping in it, leaving it open; rolled back when anything fails.
-    func write(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) -> [ObjectID: Int64] {
+    func write(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) -> (
+        versions: [ObjectID: Int64], history: Int64?
+    ) {
         do {
             try db.execute("BEGIN IMMEDIATE")
         } catch {
@@ -68,7 +70,9 @@ extension SQLiteStore {
     /// Writes every change inside the open transaction and returns the new versions (see
     /// `writeChanges(_:_:)`, whose every failure is a store error: SQLite's own are turned into
     /// one where they happen, naming the entity written).
-    private func apply(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) -> [ObjectID: Int64] {
+    private func apply(_ changes: StoreChanges, _ db: SQLiteConnection) throws(StoreError) -> (
+        versions: [ObjectID: Int64], history: Int64?
+    ) {
         do {
             return try writeChanges(changes, db)
         } catch {

@@ -141,6 +141,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             keys[table] = (maximum ?? 0) + 1
         }
         nextKeys = Locked(keys)
+        if options.recordsHistory && !options.readOnly { try Self.createHistoryTables(writer, url: url) }
         let identifier = metadata.identifier
         homes = Dictionary(
             uniqueKeysWithValues: model.entityNames.map { ($0, ObjectID.Home.of(entity: $0, store: identifier)) })

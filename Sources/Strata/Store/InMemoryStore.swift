@@ -22,6 +22,10 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
         /// For join tables ordered on both sides: target key → ordered source keys.
         var targetOrders: [String: [Int64: [Int64]]] = [:]
         var closed = false
+        /// The history kept (see ``StoreOptions/recordsHistory``), oldest first, and the number
+        /// of the last transaction written.
+        var history: [HistoryTransaction] = []
+        var lastHistoryNumber: Int64 = 0
 
         /// The sources paired with `target` in `join`: in the target side's order when it keeps
         /// one, else by key.
@@ -36,7 +40,7 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
 
     let state = Locked(State())
     private let nextKeys = Locked<[String: Int64]>([:])
-    private let writerGate = DispatchSemaphore(value: 1)
+    let writerGate = DispatchSemaphore(value: 1)
 
     /// Creates an empty store for `configuration` of `model`; `url` only names it.
     /// - Throws: ``StoreError`` `.unknownConfiguration`.
@@ -162,8 +166,12 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
         writerGate.wait()
         do {
             var draft = try committed()
+            let before = options.recordsHistory ? historyBefore(changes, in: draft) : nil
             let versions = try InMemoryWriter(store: self).apply(changes, to: &draft)
-            return InMemoryPreparedSave(store: self, draft: draft, versions: versions)
+            if let before { recordHistory(changes, versions: versions, before: before, in: &draft) }
+            return InMemoryPreparedSave(
+                store: self, draft: draft, versions: versions,
+                historyNumber: before == nil ? nil : draft.lastHistoryNumber)
         } catch {
             writerGate.signal()
             throw error
@@ -266,11 +274,13 @@ final class InMemoryPreparedSave: PreparedSave, @unchecked Sendable {
     // Safe to share: `draft` is only taken once, under `pending`'s lock.
     let store: InMemoryStore
     let versions: [ObjectID: Int64]
+    let historyNumber: Int64?
     private let pending: Locked<InMemoryStore.State?>
 
-    init(store: InMemoryStore, draft: InMemoryStore.State, versions: [ObjectID: Int64]) {
+    init(store: InMemoryStore, draft: InMemoryStore.State, versions: [ObjectID: Int64], historyNumber: Int64?) {
         self.store = store
         self.versions = versions
+        self.historyNumber = historyNumber
         pending = Locked(draft)
     }
 

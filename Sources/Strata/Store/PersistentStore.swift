@@ -40,6 +40,11 @@ public struct StoreOptions: Sendable, Hashable {
     /// file, which `pread` uses as well, and count in the process's RSS as file-backed. On a
     /// mapped page a disk I/O error is a `SIGBUS` rather than an error SQLite returns (SQLite only).
     public var memoryMapBytes: Int
+    /// Whether every commit also records a persistent history transaction, in the same store
+    /// transaction as the data (Core Data's `NSPersistentHistoryTrackingKey`): who saved, when,
+    /// and which objects were inserted, updated (with the properties set) or deleted (with their
+    /// tombstones). Read with ``StoreCoordinator/history(after:entities:limit:)``.
+    public var recordsHistory: Bool
 
     /// What ``memoryMapBytes`` is unless told: 256 MiB.
     public static let defaultMemoryMapBytes = 256 << 20
@@ -48,7 +53,7 @@ public struct StoreOptions: Sendable, Hashable {
     public init(
         readOnly: Bool = false, durability: Durability = .full, migrate: Bool = false,
         modelHistory: [ObjectModel] = [], queryBudget: Double? = nil,
-        memoryMapBytes: Int = StoreOptions.defaultMemoryMapBytes
+        memoryMapBytes: Int = StoreOptions.defaultMemoryMapBytes, recordsHistory: Bool = false
     ) {
         self.readOnly = readOnly
         self.durability = durability
@@ -56,13 +61,14 @@ public struct StoreOptions: Sendable, Hashable {
         self.modelHistory = modelHistory
         self.queryBudget = queryBudget
         self.memoryMapBytes = memoryMapBytes
+        self.recordsHistory = recordsHistory
     }
 
     /// Options are equal when every setting is, the model history included.
     public static func == (lhs: StoreOptions, rhs: StoreOptions) -> Bool {
         lhs.readOnly == rhs.readOnly && lhs.durability == rhs.durability && lhs.migrate == rhs.migrate
             && lhs.modelHistory == rhs.modelHistory && lhs.queryBudget == rhs.queryBudget
-            && lhs.memoryMapBytes == rhs.memoryMapBytes
+            && lhs.memoryMapBytes == rhs.memoryMapBytes && lhs.recordsHistory == rhs.recordsHistory
     }
 
     /// Hashes the settings (of the model history, only its length).
@@ -71,6 +77,7 @@ public struct StoreOptions: Sendable, Hashable {
         hasher.combine(durability)
         hasher.combine(migrate)
         hasher.combine(modelHistory.count)
+        hasher.combine(recordsHistory)
     }
 }
 
@@ -147,6 +154,8 @@ public struct StoreChanges: Sendable, Hashable {
     public var participation: SaveParticipation?
     /// Finished records and marks the store may forget in the same transaction.
     public var housekeeping = StoreHousekeeping()
+    /// Who saved, for the history transaction a store recording history writes with the changes.
+    public var authorship = HistoryAuthorship()
 
     /// Creates a change set.
     public init(inserts: [StoreRow] = [], updates: [StoreUpdate] = [], deletes: [StoreDeletion] = []) {
@@ -166,6 +175,9 @@ public struct StoreChanges: Sendable, Hashable {
 public protocol PreparedSave: AnyObject, Sendable {
     /// The version each written object has after the commit.
     var versions: [ObjectID: Int64] { get }
+    /// The number of the history transaction written with the changes (see
+    /// ``StoreOptions/recordsHistory``); nil when the store records none.
+    var historyNumber: Int64? { get }
     /// Makes the changes durable.
     func commit() throws(StoreError)
     /// Makes the changes durable, or, when that fails, keeps them to be written before anything
@@ -180,6 +192,15 @@ public protocol PreparedSave: AnyObject, Sendable {
 
 extension PreparedSave {
     public func commitOrKeep() throws(StoreError) { try commit() }
+    public var historyNumber: Int64? { nil }
+}
+
+/// Which history a store forgets.
+public enum HistoryPruning: Sendable, Hashable {
+    /// Every transaction numbered up to this one, this one included (what a token covers).
+    case through(Int64)
+    /// Every transaction written before this moment.
+    case before(Date)
 }
 
 /// A place where objects live: SQLite files, memory, and later other back ends.
@@ -240,6 +261,18 @@ public protocol PersistentStore: AnyObject, Sendable {
     func appliedSaves() throws(StoreError) -> [AppliedSave]
     /// Forgets finished records and released marks now, in a transaction of its own.
     func forget(_ housekeeping: StoreHousekeeping) throws(StoreError)
+
+    /// The history transactions `request` asks for, in commit order (none when the store records
+    /// no history).
+    func history(_ request: HistoryRequest) throws(StoreError) -> [HistoryTransaction]
+    /// The number of the last history transaction committed (0: none yet).
+    func lastHistoryNumber() throws(StoreError) -> Int64
+    /// The number of the oldest history transaction kept; nil when none is kept.
+    func firstHistoryNumber() throws(StoreError) -> Int64?
+    /// Forgets history as `pruning` says, in a transaction of its own; returns how many
+    /// transactions were forgotten.
+    @discardableResult
+    func deleteHistory(_ pruning: HistoryPruning) throws(StoreError) -> Int
 }
 
 extension PersistentStore {
@@ -249,6 +282,11 @@ extension PersistentStore {
     public func hasApplied(saveID: String) throws(StoreError) -> Bool { false }
     public func appliedSaves() throws(StoreError) -> [AppliedSave] { [] }
     public func forget(_ housekeeping: StoreHousekeeping) throws(StoreError) {}
+    public func history(_ request: HistoryRequest) throws(StoreError) -> [HistoryTransaction] { [] }
+    public func lastHistoryNumber() throws(StoreError) -> Int64 { 0 }
+    public func firstHistoryNumber() throws(StoreError) -> Int64? { nil }
+    @discardableResult
+    public func deleteHistory(_ pruning: HistoryPruning) throws(StoreError) -> Int { 0 }
 
     public func rowWithToMany(for id: ObjectID, model: ObjectModel) throws(StoreError) -> StoreRow? {
         guard var row = try row(for: id) else { return nil }

@@ -4,6 +4,7 @@
 final class TransactionPreparedSave: PreparedSave, @unchecked Sendable {
     // Safe to share: `finished` is only touched under `state`'s lock, so `finish` runs once.
     let versions: [ObjectID: Int64]
+    let historyNumber: Int64?
     /// What was written, kept by `finish` when a commit that must happen fails.
     private let changes: StoreChanges
     /// Ends the transaction: commits or rolls back; with changes to keep, a failed commit keeps them.
@@ -11,10 +12,11 @@ final class TransactionPreparedSave: PreparedSave, @unchecked Sendable {
     private let state = Locked(false)
 
     init(
-        versions: [ObjectID: Int64], changes: StoreChanges,
+        versions: [ObjectID: Int64], historyNumber: Int64? = nil, changes: StoreChanges,
         finish: @escaping (_ commit: Bool, _ keep: StoreChanges?) throws(StoreError) -> Void
     ) {
         self.versions = versions
+        self.historyNumber = historyNumber
         self.changes = changes
         self.finish = finish
     }

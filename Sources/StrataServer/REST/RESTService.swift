@@ -417,6 +417,7 @@ public final class RESTService: Sendable {
                 : HTTPResponse(
                     status: 200, headers: [("Content-Type", "application/yaml")], body: Array(document.yaml.utf8))
         case .batch: return try batch(request)
+        case .changes: return try changes(request)
         case .diagram(let format): return diagram(format)
         case .docs(let file):
             guard let response = docs.response(file, document: openAPI) else {

@@ -118,6 +118,9 @@ public struct ServerOptions: Sendable {
     /// Origins whose pages may call the server from a browser (`*`: any, anonymous access only).
     public var corsOrigins: [String] = []
 
+    /// Whether the stores record persistent history (``StoreOptions/recordsHistory``).
+    public var history = true
+
     /// Default options.
     public init() {}
 
@@ -126,7 +129,7 @@ public struct ServerOptions: Sendable {
     public func storeDescriptions(for model: ObjectModel) -> [StoreDescription] {
         let options = StoreOptions(
             durability: durability, migrate: migrate, modelHistory: modelHistory, queryBudget: queryBudget,
-            memoryMapBytes: sqliteMemoryMapBytes)
+            memoryMapBytes: sqliteMemoryMapBytes, recordsHistory: history)
         func description(_ configuration: String?, _ spec: StoreSpec) -> StoreDescription {
             var options = options
             if let durability = spec.durability { options.durability = durability }
