@@ -138,6 +138,11 @@ final class PGPipelineReader: @unchecked Sendable {
             if reset {
                 for lane in lanes { fail(lane, "the PostgreSQL server under the pool went away or was demoted") }
                 lanes.removeAll()
+                // Its jobs were taken: they go on the next turn, which also marks the thread asleep.
+                lock.lock()
+                queue.insert(contentsOf: jobs, at: 0)
+                lock.unlock()
+                continue
             }
             if stopping {
                 for job in jobs { job.completion(.failure(PGError(message: "the PostgreSQL reader is stopped"))) }
