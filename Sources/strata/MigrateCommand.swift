@@ -8,13 +8,15 @@ enum MigrateCommand {
     struct Settings {
         var models: [String] = []
         var history: [String] = []
+        var mappings: [String] = []
         var options = ServerOptions()
         var dryRun = false
     }
 
     static let interface = CommandInterface<Settings>(
         name: "strata migrate",
-        synopsis: "[--model PATH ...] [--history PATH ...] [--data-dir DIR] [--store CONFIG=PATH ...] [--dry-run]",
+        synopsis:
+            "[--model PATH ...] [--history PATH ...] [--mapping PATH ...] [--data-dir DIR] [--store CONFIG=PATH ...] [--dry-run]",
         abstract: """
             Migrates the stores of the model's configurations to the model (a lightweight migration:
             added, removed and renamed entities and properties, optional/required with a default,
@@ -31,6 +33,11 @@ enum MigrateCommand {
                 help: "an earlier model version, oldest first. Without it a store is migrated in one step from the "
                     + "model it recorded"
             ) { $0.history.append($1.text) },
+            .value(
+                "--mapping", "PATH", repeatable: true,
+                help: "a Core Data mapping model (.xcmappingmodel) run instead of the inferred migration for the step "
+                    + "between the two versions it names; those beside or inside the model are found on their own"
+            ) { $0.mappings.append($1.text) },
             .value(
                 "--data-dir", "DIR", default: "./data",
                 help: "folder of the default stores <DIR>/<configuration>.sqlite"
@@ -60,9 +67,11 @@ enum MigrateCommand {
     static func migrate(_ settings: Settings) -> Int32 {
         var options = settings.options
         let model: ObjectModel
+        let mappings: [MappingModel]
         do {
             model = try loadModel(settings.models)
             options.modelHistory = try loadModelHistory(models: settings.models, history: settings.history)
+            mappings = try loadMappingModels(settings.mappings, models: settings.models)
         } catch {
             printError("strata migrate: \(error)")
             return 1
@@ -71,6 +80,10 @@ enum MigrateCommand {
         options.migrate = true
         let descriptions = options.storeDescriptions(for: model).filter { description in
             description.url.map { FileManager.default.fileExists(atPath: $0.path) } ?? false
+        }.map { description in
+            var description = description
+            description.options.mappingModels = mappings
+            return description
         }
         guard !descriptions.isEmpty else {
             print(
@@ -78,19 +91,21 @@ enum MigrateCommand {
             )
             return 0
         }
-        return migrate(descriptions, model: model, history: options.modelHistory, dryRun: settings.dryRun)
+        return migrate(
+            descriptions, model: model, history: options.modelHistory, mappings: mappings, dryRun: settings.dryRun)
     }
 
     /// Inspects each store, then migrates them all unless one cannot be or it is a dry run.
-    static func migrate(_ descriptions: [StoreDescription], model: ObjectModel, history: [ObjectModel], dryRun: Bool)
-        -> Int32
-    {
+    static func migrate(
+        _ descriptions: [StoreDescription], model: ObjectModel, history: [ObjectModel], mappings: [MappingModel],
+        dryRun: Bool
+    ) -> Int32 {
         var needed = false
         var refused = false
         for description in descriptions {
             let url = description.url!
             do {
-                let inspection = try StoreInspector.inspect(url, model: model, history: history)
+                let inspection = try StoreInspector.inspect(url, model: model, history: history, mappings: mappings)
                 if inspection.isCompatible == true {
                     print("\(url.path): already fits model \(model.name) version \(model.version ?? "-")")
                 } else if let reason = inspection.incompatibility {

@@ -11,6 +11,8 @@ public struct CoreDataImportOptions: Sendable, Hashable {
     public var chunkSize: Int
     /// The new stores' SQLite `synchronous` setting while they are written.
     public var durability: StoreOptions.Durability
+    /// Mapping models the migration to the current version runs for the steps they describe.
+    public var mappingModels: [MappingModel] = []
 
     /// Creates options.
     public init(
@@ -160,7 +162,9 @@ public enum CoreDataImporter {
             let coordinator = StoreCoordinator(model: model)
             let store = try coordinator.addStore(
                 type: .sqlite, configuration: nil, url: staging,
-                options: StoreOptions(durability: options.durability, migrate: true, modelHistory: candidates))
+                options: StoreOptions(
+                    durability: options.durability, migrate: true, modelHistory: candidates,
+                    mappingModels: options.mappingModels))
             coordinator.remove(store)
         } catch {
             throw StoreError(

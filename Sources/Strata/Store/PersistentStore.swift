@@ -30,6 +30,9 @@ public struct StoreOptions: Sendable, Hashable {
     /// Earlier versions of the model, oldest first, that a migration steps through (a
     /// `.xcdatamodeld`'s versions, say); empty: one step from the model the store recorded.
     public var modelHistory: [ObjectModel]
+    /// Mapping models (Core Data `.xcmappingmodel`s) that a migration runs, instead of inferring
+    /// it, for the steps between the model versions each names (SQLite only).
+    public var mappingModels: [MappingModel]
     /// The longest one fetch may run, in seconds, enforced by the store itself (SQLite's progress
     /// handler, PostgreSQL's `statement_timeout`); past it the fetch fails with `.overBudget`.
     /// Nil: no limit.
@@ -48,8 +51,9 @@ public struct StoreOptions: Sendable, Hashable {
     public init(
         readOnly: Bool = false, durability: Durability = .full, migrate: Bool = false,
         modelHistory: [ObjectModel] = [], queryBudget: Double? = nil,
-        memoryMapBytes: Int = StoreOptions.defaultMemoryMapBytes
+        memoryMapBytes: Int = StoreOptions.defaultMemoryMapBytes, mappingModels: [MappingModel] = []
     ) {
+        self.mappingModels = mappingModels
         self.readOnly = readOnly
         self.durability = durability
         self.migrate = migrate
@@ -62,7 +66,7 @@ public struct StoreOptions: Sendable, Hashable {
     public static func == (lhs: StoreOptions, rhs: StoreOptions) -> Bool {
         lhs.readOnly == rhs.readOnly && lhs.durability == rhs.durability && lhs.migrate == rhs.migrate
             && lhs.modelHistory == rhs.modelHistory && lhs.queryBudget == rhs.queryBudget
-            && lhs.memoryMapBytes == rhs.memoryMapBytes
+            && lhs.memoryMapBytes == rhs.memoryMapBytes && lhs.mappingModels == rhs.mappingModels
     }
 
     /// Hashes the settings (of the model history, only its length).
