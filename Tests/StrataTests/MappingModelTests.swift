@@ -160,3 +160,51 @@ import Testing
         #expect(try Data(contentsOf: store) == before)
     }
 }
+
+/// The 5 → 6 mapping's custom policy, written as an ``EntityMigrationPolicy``: each country's
+/// `isoContinent` code becomes its `continent`, one Continent object per code.
+struct ContinentsFromCodes: EntityMigrationPolicy {
+    func createDestinationInstances(for source: MigrationObject, mapping: EntityMapping, manager: MigrationManager)
+        throws
+    {
+        try manager.createDefaultDestinationInstance(for: source, mapping: mapping)
+        let code = manager.value("isoContinent", of: source)
+        guard !code.isNull,
+            let country = manager.destinationObjects(forEntityMappingNamed: mapping.name, sources: [source]).first
+        else { return }
+        let continent =
+            try manager.destinationObjects(of: "Continent").first {
+                manager.destinationValue("numericISO3166Code", of: $0) == code
+            }
+            ?? {
+                let made = try manager.insertDestinationObject(of: "Continent")
+                try manager.setValue(code, "numericISO3166Code", of: made)
+                return made
+            }()
+        try manager.relate(country, "continent", to: [continent])
+    }
+}
+
+extension MappingModelTests {
+    @Test(.enabled(if: CoreDataMaterial.requirement.runs, "\(CoreDataMaterial.requirement.skipComment)"))
+    func aRegisteredPolicyRunsTheCustomMapping() throws {
+        try Self.requireMaterial()
+        let folder = TemporaryDirectory()
+        let store = try Self.imported("Moody 5.moody", version: "Moody 5", into: folder)
+        let mappings = try MappingModel.discover(near: Self.bundle).map { try MappingModel.load(contentsOf: $0) }
+        let coordinator = StoreCoordinator(model: try Self.version("Moody 6"))
+        coordinator.remove(
+            try coordinator.addStore(
+                type: .sqlite, configuration: nil, url: store,
+                options: StoreOptions(
+                    durability: .normal, migrate: true,
+                    modelHistory: try ObjectModel.loadCoreDataModelVersions(at: Self.bundle), mappingModels: mappings,
+                    migrationPolicies: ["Migrations.Country5ToCountry6Policy": ContinentsFromCodes()])))
+        let links =
+            #"SELECT c."numericISO3166Code", k."numericISO3166Code" FROM "Country" c LEFT JOIN "Continent" k ON k."_pk" = c."continent" ORDER BY 1"#
+        #expect(try Self.rows(store, links) == ["231|10004", "704|10005", "710|10004"])
+        #expect(
+            try Self.rows(store, #"SELECT "numericISO3166Code" FROM "Continent" ORDER BY 1"#) == ["10004", "10005"])
+        #expect(try Self.rows(store, #"SELECT count(*) FROM "Mood" WHERE "country" IS NOT NULL"#) == ["4"])
+    }
+}

@@ -14,7 +14,8 @@ import Foundation
 enum MappingPlanner {
     /// The step from `old` to `new` that `mapping` describes.
     static func step(
-        _ mapping: MappingModel, old: ObjectModel, new: ObjectModel, oldEntities: [String], newEntities: [String]
+        _ mapping: MappingModel, old: ObjectModel, new: ObjectModel, oldEntities: [String], newEntities: [String],
+        policies: [String: any EntityMigrationPolicy] = [:]
     ) -> MigrationStep {
         var changes: [MigrationChange] = []
         var refusals: [MigrationRefusal] = []
@@ -29,10 +30,11 @@ enum MappingPlanner {
                         property: property,
                         "mapping model \(mapping.name), entity mapping \(name): \(message)"))
             }
-            if let policy = entityMapping.policyClassName {
+            if let policy = entityMapping.policyClassName, policies[policy] == nil {
                 refuse(
                     "names the custom migration policy class '\(policy)', code of the app that Strata cannot run; "
-                        + "migrate this step with Core Data, or write the mapping without the policy")
+                        + "register an EntityMigrationPolicy under that name (StoreOptions.migrationPolicies), "
+                        + "or migrate this step with Core Data")
                 continue
             }
             if entityMapping.mappingType == "Custom" {
@@ -80,10 +82,11 @@ enum MappingPlanner {
                 MigrationChange(
                     .removeEntity, entity: entity, "no entity mapping takes its objects; they are not migrated"))
         }
+        let named = Set(mapping.entityMappings.compactMap(\.policyClassName))
         return MigrationStep(
             fromVersion: old.version ?? old.name, toVersion: new.version ?? new.name, changes: changes,
             refusals: refusals, old: old, new: new, oldEntities: oldEntities, newEntities: newEntities,
-            mapping: MigrationMapping(), mappingModel: mapping)
+            mapping: MigrationMapping(), mappingModel: mapping, policies: policies.filter { named.contains($0.key) })
     }
 
     /// Every stored destination property of the entity mapping with its expression (nil: the
@@ -225,7 +228,11 @@ enum MappingPlanner {
 extension MigrationPlan {
     /// The plan with every step that one of `mappings` describes (the step's source and
     /// destination model names are the mapping's) planned from that mapping instead of inferred.
-    public func using(_ mappings: [MappingModel]) -> MigrationPlan {
+    /// An entity mapping naming a custom policy class runs the policy registered under that name
+    /// in `policies`, and is refused when there is none.
+    public func using(_ mappings: [MappingModel], policies: [String: any EntityMigrationPolicy] = [:])
+        -> MigrationPlan
+    {
         guard !mappings.isEmpty else { return self }
         var plan = self
         plan.steps = steps.map { step in
@@ -235,7 +242,8 @@ extension MigrationPlan {
                 })
             else { return step }
             return MappingPlanner.step(
-                mapping, old: step.old, new: step.new, oldEntities: step.oldEntities, newEntities: step.newEntities)
+                mapping, old: step.old, new: step.new, oldEntities: step.oldEntities, newEntities: step.newEntities,
+                policies: policies)
         }
         return plan
     }

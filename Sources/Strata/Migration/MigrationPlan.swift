@@ -142,6 +142,8 @@ public struct MigrationStep: Sendable {
     let mapping: MigrationMapping
     /// The mapping model the step runs instead of an inferred migration, if any.
     public internal(set) var mappingModel: MappingModel? = nil
+    /// The registered policies of the mapping model's policy classes, by class name.
+    var policies: [String: any EntityMigrationPolicy] = [:]
 }
 
 /// How a store gets from the model it was written with to the model it is opened with.

@@ -25,7 +25,7 @@ struct SQLMigrationTarget {
         let plan = SQLiteMigrator.plan(
             values: values, storedHashes: found.entityHashes, configuration: configuration, model: model,
             history: options.modelHistory, url: url
-        ).using(options.mappingModels)
+        ).using(options.mappingModels, policies: options.migrationPolicies)
         guard options.migrate, !options.readOnly else {
             throw StoreError(
                 .incompatibleModel, SQLiteStore.incompatibility(stored: found.entityHashes, model: hashes, plan: plan),

@@ -1,12 +1,14 @@
 import Foundation
 
 extension SQLiteMappingMigrator {
-    /// Makes the destination objects of one mapping step from the source graph.
-    struct Builder {
+    /// Makes the destination objects of one mapping step from the source graph. A class: the
+    /// ``MigrationManager`` a policy is handed works on it.
+    final class Builder {
         let step: MigrationStep
         let mapping: MappingModel
         let graph: SourceGraph
         let schema: SQLiteSchema
+        let policies: [String: any EntityMigrationPolicy]
         /// Destination objects (their values by column name), and the order they were made in.
         var objects: [Key: Object] = [:]
         var order: [Key] = []
@@ -17,61 +19,98 @@ extension SQLiteMappingMigrator {
         /// Join table → its pairs, in order.
         var pairs: [String: [(source: Int64, target: Int64)]] = [:]
         private var pairSet: [String: Set<[Int64]>] = [:]
+        private var used: [String: Set<Int64>] = [:]
+        private var next: [String: Int64] = [:]
 
         init(step: MigrationStep, mapping: MappingModel, graph: SourceGraph, schema: SQLiteSchema) {
             self.step = step
             self.mapping = mapping
             self.graph = graph
             self.schema = schema
+            policies = step.policies
+            // A key a destination table already gave out goes to the next one past every source key.
+            let start = (graph.objects.keys.map(\.pk).max() ?? 0) + 1
+            next = Dictionary(uniqueKeysWithValues: schema.tables.keys.map { ($0, start) })
         }
 
-        /// The entity mappings that run in this store: both entities in it, no policy.
+        /// The entity mappings that run in this store: both entities in it, and no policy or a
+        /// registered one.
         var runnable: [EntityMapping] {
             mapping.entityMappings.filter {
                 guard let source = $0.sourceEntity, let destination = $0.destinationEntity else { return false }
-                return $0.policyClassName == nil && step.oldEntities.contains(source)
+                return ($0.policyClassName.map { policies[$0] != nil } ?? true) && step.oldEntities.contains(source)
                     && step.newEntities.contains(destination)
             }
         }
 
-        /// Makes a destination object of every source object of each entity mapping, with its
-        /// attributes' defaults, then their values.
-        mutating func createObjects() throws(SQLiteError) {
-            var used: [String: Set<Int64>] = [:]
-            // A key a destination table already gave out goes to the next one past every source key.
-            let start = (graph.objects.keys.map(\.pk).max() ?? 0) + 1
-            var next = Dictionary(uniqueKeysWithValues: schema.tables.keys.map { ($0, start) })
+        /// Runs every entity mapping as Core Data does: the destination objects of every mapping
+        /// first, then the relationships of every mapping, each through its policy if it has one.
+        func run() throws {
+            let manager = MigrationManager(self)
             for entityMapping in runnable {
-                let source = entityMapping.sourceEntity!
-                let destination = entityMapping.destinationEntity!
-                guard let table = schema.table(for: destination)?.name else { continue }
-                let properties = MappingPlanner.resolvedProperties(entityMapping, old: step.old, new: step.new)
-                for sourceKey in graph.byEntity[source] ?? [] {
-                    var pk = sourceKey.pk
-                    if used[table, default: []].contains(pk) {
-                        pk = next[table]!
-                        next[table]! += 1
+                let policy = entityMapping.policyClassName.flatMap { policies[$0] }
+                for source in graph.byEntity[entityMapping.sourceEntity!] ?? [] {
+                    if let policy {
+                        let object = MigrationObject(
+                            entity: entityMapping.sourceEntity!, isDestination: false, key: source)
+                        try policy.createDestinationInstances(for: object, mapping: entityMapping, manager: manager)
+                    } else {
+                        try createDestination(of: source, mapping: entityMapping)
                     }
-                    used[table, default: []].insert(pk)
-                    let key = Key(table: table, pk: pk)
-                    var object = Object(entity: destination)
-                    for attribute in step.new.attributes(of: destination) {
-                        if let value = attribute.defaultValue {
-                            object.values[attribute.columnName] = SQLiteSchema.encode(value)
-                        }
+                }
+                try policy?.endInstanceCreation(for: entityMapping, manager: manager)
+            }
+            for entityMapping in runnable {
+                let policy = entityMapping.policyClassName.flatMap { policies[$0] }
+                for (source, key) in (made[entityMapping.name] ?? [:]).sorted(by: { $0.value.pk < $1.value.pk }) {
+                    if let policy {
+                        let object = MigrationObject(entity: objects[key]!.entity, isDestination: true, key: key)
+                        try policy.createRelationships(for: object, mapping: entityMapping, manager: manager)
+                    } else {
+                        try setRelationships(of: key, from: source, mapping: entityMapping)
                     }
-                    for (name, expression) in properties {
-                        guard let expression, let attribute = step.new.attribute(name, of: destination) else {
-                            continue
-                        }
-                        object.values[attribute.columnName] = try value(of: expression, for: attribute, from: sourceKey)
-                    }
-                    objects[key] = object
-                    order.append(key)
-                    made[entityMapping.name, default: [:]][sourceKey] = key
-                    if madeOf[sourceKey] == nil { madeOf[sourceKey] = key }
+                }
+                try policy?.end(entityMapping, manager: manager)
+            }
+        }
+
+        /// A new destination object of `entity` with its attributes' defaults, keyed `preferred`
+        /// when its table has that key free.
+        func insert(_ entity: String, preferred: Int64? = nil) throws(SQLiteError) -> Key {
+            guard step.newEntities.contains(entity), let table = schema.table(for: entity)?.name else {
+                throw failure("the destination model has no entity '\(entity)' in this store")
+            }
+            var pk = preferred ?? next[table]!
+            if used[table, default: []].contains(pk) { pk = next[table]! }
+            if pk >= next[table]! { next[table] = pk + 1 }
+            used[table, default: []].insert(pk)
+            let key = Key(table: table, pk: pk)
+            var object = Object(entity: entity)
+            for attribute in step.new.attributes(of: entity) {
+                if let value = attribute.defaultValue {
+                    object.values[attribute.columnName] = SQLiteSchema.encode(value)
                 }
             }
+            objects[key] = object
+            order.append(key)
+            return key
+        }
+
+        /// Records that entity mapping `name` made `destination` of `source`.
+        func associate(_ source: Key, _ destination: Key, mapping name: String) {
+            made[name, default: [:]][source] = destination
+            if madeOf[source] == nil { madeOf[source] = destination }
+        }
+
+        /// The default destination object of `source`: its attributes from the mapping's expressions.
+        func createDestination(of source: Key, mapping entityMapping: EntityMapping) throws(SQLiteError) {
+            let destination = entityMapping.destinationEntity!
+            let key = try insert(destination, preferred: source.pk)
+            for (name, expression) in MappingPlanner.resolvedProperties(entityMapping, old: step.old, new: step.new) {
+                guard let expression, let attribute = step.new.attribute(name, of: destination) else { continue }
+                objects[key]!.values[attribute.columnName] = try value(of: expression, for: attribute, from: source)
+            }
+            associate(source, key, mapping: entityMapping.name)
         }
 
         private func value(of expression: MappingExpression, for attribute: AttributeDescription, from key: Key)
@@ -103,20 +142,14 @@ extension SQLiteMappingMigrator {
             }
         }
 
-        /// Sets every destination relationship from its expression: the source objects it reaches,
-        /// as the destination objects made of them (by the named entity mapping, or by whichever
-        /// made them).
-        mutating func setRelationships() throws(SQLiteError) {
-            for entityMapping in runnable {
-                let destination = entityMapping.destinationEntity!
-                let properties = MappingPlanner.resolvedProperties(entityMapping, old: step.old, new: step.new)
-                for (sourceKey, key) in (made[entityMapping.name] ?? [:]).sorted(by: { $0.value.pk < $1.value.pk }) {
-                    for (name, expression) in properties {
-                        guard let expression, step.new.relationship(name, of: destination) != nil else { continue }
-                        let targets = try self.targets(of: expression, from: sourceKey)
-                        try link(key, name, targets, in: entityMapping)
-                    }
-                }
+        /// Sets the relationships of destination object `key` from their expressions: the source
+        /// objects each reaches from `source`, as the destination objects made of them (by the
+        /// named entity mapping, or by whichever made them).
+        func setRelationships(of key: Key, from source: Key, mapping entityMapping: EntityMapping) throws(SQLiteError) {
+            let destination = entityMapping.destinationEntity!
+            for (name, expression) in MappingPlanner.resolvedProperties(entityMapping, old: step.old, new: step.new) {
+                guard let expression, step.new.relationship(name, of: destination) != nil else { continue }
+                try link(key, name, try targets(of: expression, from: source), mappingName: entityMapping.name)
             }
         }
 
@@ -139,15 +172,13 @@ extension SQLiteMappingMigrator {
 
         /// Records that relationship `name` of destination object `key` holds `targets`, where the
         /// store keeps it: its foreign key, its inverse's, or its join table.
-        private mutating func link(_ key: Key, _ name: String, _ targets: [Key], in entityMapping: EntityMapping)
-            throws(SQLiteError)
-        {
+        func link(_ key: Key, _ name: String, _ targets: [Key], mappingName: String) throws(SQLiteError) {
             guard !targets.isEmpty, let entity = objects[key]?.entity else { return }
             switch step.new.storage(of: name, in: entity) {
             case .foreignKey?:
                 guard targets.count == 1 else {
                     throw failure(
-                        "entity mapping \(entityMapping.name): to-one relationship '\(name)' of \(entity) \(key.pk) gets \(targets.count) objects"
+                        "\(mappingName): to-one relationship '\(name)' of \(entity) \(key.pk) gets \(targets.count) objects"
                     )
                 }
                 objects[key]!.values[name] = .integer(targets[0].pk)

@@ -79,9 +79,14 @@ enum SQLiteMappingMigrator {
         let oldSchema = SQLiteSchema(model: step.old, entities: step.oldEntities)
         let newSchema = SQLiteSchema(model: step.new, entities: step.newEntities)
         let graph = try read(oldSchema, db: db)
-        var builder = Builder(step: step, mapping: mapping, graph: graph, schema: newSchema)
-        try builder.createObjects()
-        try builder.setRelationships()
+        let builder = Builder(step: step, mapping: mapping, graph: graph, schema: newSchema)
+        do {
+            try builder.run()
+        } catch let error as SQLiteError {
+            throw error
+        } catch {
+            throw failure("a migration policy failed: \(error)")
+        }
         try builder.checkRequired()
         for table in oldSchema.tables.values.map(\.name).sorted() + oldSchema.joinTables.map(\.name) {
             try db.execute("DROP TABLE IF EXISTS \(SQLiteSchema.quote(table))")
@@ -155,6 +160,24 @@ enum SQLiteMappingMigrator {
                     "INSERT OR IGNORE INTO \(SQLiteSchema.quote(join.name)) (\"source\", \"target\", \"position\") VALUES (?, ?, ?)",
                     [.integer(pair.source), .integer(pair.target), .integer(Int64(position))])
             }
+        }
+    }
+
+    /// A column value as an attribute value of `type`.
+    static func decode(_ value: SQLiteValue, _ type: AttributeType) -> AttributeValue {
+        switch (value, type) {
+        case (.null, _): return .null
+        case (.integer(let i), .boolean): return .boolean(i != 0)
+        case (.integer(let i), .date): return .date(AttributeValue.date(microseconds: i))
+        case (.integer(let i), .double), (.integer(let i), .float): return .double(Double(i))
+        case (.integer(let i), _): return .integer(i)
+        case (.real(let d), _): return .double(d)
+        case (.text(let s), .decimal): return Decimal(string: s).map { .decimal($0) } ?? .null
+        case (.text(let s), .uuid): return UUID(uuidString: s).map { .uuid($0) } ?? .null
+        case (.text(let s), .uri): return .uri(s)
+        case (.text(let s), .json): return (try? JSONValue.parse(s)).map { .json($0) } ?? .null
+        case (.text(let s), _): return .string(s)
+        case (.blob(let data), _): return .binary(data)
         }
     }
 
