@@ -20,8 +20,9 @@ enum MigrateCommand {
         abstract: """
             Migrates the stores of the model's configurations to the model (a lightweight migration:
             added, removed and renamed entities and properties, optional/required with a default,
-            relationships and indexes), all of them together or none. Stores that do not exist yet are
-            left alone; stores that already fit the model are not touched.
+            relationships and indexes) or the one a Core Data mapping model gives, all of them together
+            or none. Stores that do not exist yet are left alone; stores that already fit the model are
+            not touched.
             """,
         options: [
             .model(
@@ -72,6 +73,7 @@ enum MigrateCommand {
             model = try loadModel(settings.models)
             options.modelHistory = try loadModelHistory(models: settings.models, history: settings.history)
             mappings = try loadMappingModels(settings.mappings, models: settings.models)
+            options.mappingModels = mappings
         } catch {
             printError("strata migrate: \(error)")
             return 1
@@ -80,10 +82,6 @@ enum MigrateCommand {
         options.migrate = true
         let descriptions = options.storeDescriptions(for: model).filter { description in
             description.url.map { FileManager.default.fileExists(atPath: $0.path) } ?? false
-        }.map { description in
-            var description = description
-            description.options.mappingModels = mappings
-            return description
         }
         guard !descriptions.isEmpty else {
             print(

@@ -23,20 +23,24 @@ public protocol EntityMigrationPolicy: Sendable {
 }
 
 extension EntityMigrationPolicy {
+    /// One destination object of `source`, with the mapping's values.
     public func createDestinationInstances(
         for source: MigrationObject, mapping: EntityMapping, manager: MigrationManager
     ) throws {
         try manager.createDefaultDestinationInstance(for: source, mapping: mapping)
     }
 
+    /// Nothing.
     public func endInstanceCreation(for mapping: EntityMapping, manager: MigrationManager) throws {}
 
+    /// The relationships of `destination` from the mapping's expressions.
     public func createRelationships(
         for destination: MigrationObject, mapping: EntityMapping, manager: MigrationManager
     ) throws {
         try manager.createDefaultRelationships(for: destination, mapping: mapping)
     }
 
+    /// Nothing.
     public func end(_ mapping: EntityMapping, manager: MigrationManager) throws {}
 }
 

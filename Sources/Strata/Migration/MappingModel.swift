@@ -105,10 +105,15 @@ public indirect enum MappingExpression: Sendable, Hashable, CustomStringConverti
 
 /// A constant of a value expression.
 public enum MappingConstant: Sendable, Hashable, CustomStringConvertible {
+    /// `nil`.
     case null
+    /// A string.
     case string(String)
+    /// An integer.
     case integer(Int64)
+    /// A floating-point number.
     case double(Double)
+    /// `YES` or `NO`.
     case boolean(Bool)
 
     /// The constant in Core Data's expression syntax.

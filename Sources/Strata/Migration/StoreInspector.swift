@@ -56,7 +56,7 @@ public enum StoreInspector {
     ///   - url: the store's file (or a PostgreSQL connection URI).
     ///   - model: a model to check the store against, if any.
     ///   - history: earlier versions of the model, oldest first, for a multi-step migration.
-    ///   - mappings: mapping models for the steps they describe (see ``MigrationPlan/using(_:)``).
+    ///   - mappings: mapping models for the steps they describe (see ``MigrationPlan/using(_:policies:)``).
     /// - Throws: ``StoreError``: `.io` for a missing or unreadable file, `.incompatibleModel` for a
     ///   file that is not a Strata store.
     public static func inspect(
