@@ -56,19 +56,31 @@ public enum StoreInspector {
     ///   - url: the store's file (or a PostgreSQL connection URI).
     ///   - model: a model to check the store against, if any.
     ///   - history: earlier versions of the model, oldest first, for a multi-step migration.
-    ///   - mappings: mapping models for the steps they describe (see ``MigrationPlan/using(_:policies:)``).
     /// - Throws: ``StoreError``: `.io` for a missing or unreadable file, `.incompatibleModel` for a
     ///   file that is not a Strata store.
-    public static func inspect(
-        _ url: URL, model: ObjectModel? = nil, history: [ObjectModel] = [], mappings: [MappingModel] = []
-    ) throws(StoreError) -> StoreInspection {
+    public static func inspect(_ url: URL, model: ObjectModel? = nil, history: [ObjectModel] = []) throws(StoreError)
+        -> StoreInspection
+    {
         guard let kind = StoreType.kind(recognizing: url) else {
             guard FileManager.default.fileExists(atPath: url.path) else {
                 throw StoreError(.io, "no such file", storeURL: url)
             }
             throw StoreError(.incompatibleModel, "the file is not a Strata store", storeURL: url)
         }
-        var inspection = try kind.inspect(url, model: model, history: history)
+        return try kind.inspect(url, model: model, history: history)
+    }
+
+    /// Inspects the store at `url`, its migration planned with mapping models.
+    /// - Parameters:
+    ///   - url: the store's file (or a PostgreSQL connection URI).
+    ///   - model: a model to check the store against.
+    ///   - history: earlier versions of the model, oldest first, for a multi-step migration.
+    ///   - mappings: mapping models for the steps they describe (see ``MigrationPlan/using(_:policies:)``).
+    /// - Throws: ``StoreError``, as ``inspect(_:model:history:)`` does.
+    public static func inspect(_ url: URL, model: ObjectModel, history: [ObjectModel], mappings: [MappingModel])
+        throws(StoreError) -> StoreInspection
+    {
+        var inspection = try inspect(url, model: model, history: history)
         inspection.plan = inspection.plan?.using(mappings)
         return inspection
     }
