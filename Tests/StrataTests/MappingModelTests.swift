@@ -208,3 +208,22 @@ extension MappingModelTests {
         #expect(try Self.rows(store, #"SELECT count(*) FROM "Mood" WHERE "country" IS NOT NULL"#) == ["4"])
     }
 }
+
+extension MappingModelTests {
+    @Test(.enabled(if: CoreDataMaterial.requirement.runs, "\(CoreDataMaterial.requirement.skipComment)"))
+    func anImportRunsTheMappingModelsOfItsSteps() throws {
+        try Self.requireMaterial()
+        let folder = TemporaryDirectory()
+        let mappings = try MappingModel.discover(near: Self.bundle).map { try MappingModel.load(contentsOf: $0) }
+        let target = folder.file("imported.sqlite")
+        let report = try CoreDataImporter.importStore(
+            at: Self.material.appendingPathComponent("stores/Moody 2.moody"), model: try Self.version("Moody 5"),
+            versions: try ObjectModel.loadCoreDataModelVersions(at: Self.bundle), targets: ["Default": target],
+            options: CoreDataImportOptions(durability: .normal, mappingModels: mappings))
+        #expect(report.sourceVersion == "Moody 2")
+        let five = try Self.imported("Moody 5.moody", version: "Moody 5", into: folder)
+        let countries = #"SELECT "numericISO3166Code", "isoContinent", "numberOfMoods" FROM "Country" ORDER BY 1"#
+        #expect(try Self.rows(target, countries) == Self.rows(five, countries))
+        #expect(try Self.rows(target, countries).count == 3)
+    }
+}

@@ -12,13 +12,14 @@ public struct CoreDataImportOptions: Sendable, Hashable {
     /// The new stores' SQLite `synchronous` setting while they are written.
     public var durability: StoreOptions.Durability
     /// Mapping models the migration to the current version runs for the steps they describe.
-    public var mappingModels: [MappingModel] = []
+    public var mappingModels: [MappingModel]
 
     /// Creates options.
     public init(
         sourceVersion: String? = nil, skip: Set<String> = [], chunkSize: Int = 10_000,
-        durability: StoreOptions.Durability = .full
+        durability: StoreOptions.Durability = .full, mappingModels: [MappingModel] = []
     ) {
+        self.mappingModels = mappingModels
         self.sourceVersion = sourceVersion
         self.skip = skip
         self.chunkSize = chunkSize
