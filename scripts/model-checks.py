@@ -65,7 +65,9 @@ def models():
     found = [(p, True) for p in sorted(FIXTURES.iterdir()) if p.suffix in (".xcdatamodel", ".xcdatamodeld")]
     if material_missing() is None:
         for path in sorted(MATERIAL.rglob("*")):
-            inside = any(part.endswith((".xcdatamodeld", ".xcdatamodel")) for part in path.relative_to(MATERIAL).parts[:-1])
+            # Inside a model bundle, or a mapping model's xcmapping.xml (not a data model).
+            inside = any(part.endswith((".xcdatamodeld", ".xcdatamodel", ".xcmappingmodel"))
+                         for part in path.relative_to(MATERIAL).parts[:-1])
             if not inside and (path.suffix in (".xcdatamodel", ".xcdatamodeld") or path.suffix == ".xml"):
                 found.append((path, False))
     return found

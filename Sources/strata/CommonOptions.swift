@@ -88,6 +88,20 @@ func loadModel(_ paths: [String]) throws(ModelError) -> ObjectModel {
     return try ObjectModel.load(contentsOf: paths.map { URL(fileURLWithPath: $0) })
 }
 
+/// Loads the mapping models a migration runs: each `--mapping` folder, then every
+/// `.xcmappingmodel` found beside or inside each model given (see ``MappingModel/discover(near:)``).
+func loadMappingModels(_ paths: [String], models: [String]) throws(ModelError) -> [MappingModel] {
+    var urls = paths.map { URL(fileURLWithPath: $0).standardizedFileURL }
+    for model in models {
+        for url in MappingModel.discover(near: URL(fileURLWithPath: model)) where !urls.contains(url) {
+            urls.append(url)
+        }
+    }
+    var result: [MappingModel] = []
+    for url in urls { result.append(try MappingModel.load(contentsOf: url)) }
+    return result
+}
+
 /// Loads the model versions a migration steps through: each `--history` file in order (a
 /// `.xcdatamodeld` gives all its versions), else the versions of a `.xcdatamodeld` model.
 func loadModelHistory(models: [String], history: [String]) throws(ModelError) -> [ObjectModel] {

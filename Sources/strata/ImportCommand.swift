@@ -6,6 +6,7 @@ import StrataCLI
 enum ImportCommand {
     struct Settings {
         var models: [String] = []
+        var mappings: [String] = []
         var from: String?
         var dataDirectory: String?
         var targets: [String: URL] = [:]
@@ -42,6 +43,11 @@ enum ImportCommand {
             .value(
                 "--source-version", "NAME", help: "the model version that wrote the store, when the hashes cannot tell"
             ) { $0.options.sourceVersion = $1.text },
+            .value(
+                "--mapping", "PATH", repeatable: true,
+                help: "a Core Data mapping model (.xcmappingmodel) run instead of the inferred migration for the step "
+                    + "between the two versions it names; those beside or inside the model are found on their own"
+            ) { $0.mappings.append($1.text) },
             .chunkSize { $0.options.chunkSize = $1 },
             .durability { $0.options.durability = $1 },
             .progress { $0.progress = $1 },
@@ -64,9 +70,11 @@ enum ImportCommand {
         }
         let model: ObjectModel
         let versions: [ObjectModel]
+        var options = settings.options
         do {
             model = try loadModel(settings.models)
             versions = try coreDataVersions(settings.models)
+            options.mappingModels = try loadMappingModels(settings.mappings, models: settings.models)
         } catch {
             printError("strata import: \(error)")
             return 1
@@ -84,7 +92,7 @@ enum ImportCommand {
         let report: CoreDataImportReport
         do {
             report = try CoreDataImporter.importStore(
-                at: source, model: model, versions: versions, targets: targets, options: settings.options
+                at: source, model: model, versions: versions, targets: targets, options: options
             ) { step in
                 reporter.report(
                     phase: step.phase.rawValue, place: step.table ?? "", copied: step.copiedRows, total: step.totalRows)

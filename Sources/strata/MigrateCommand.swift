@@ -8,18 +8,21 @@ enum MigrateCommand {
     struct Settings {
         var models: [String] = []
         var history: [String] = []
+        var mappings: [String] = []
         var options = ServerOptions()
         var dryRun = false
     }
 
     static let interface = CommandInterface<Settings>(
         name: "strata migrate",
-        synopsis: "[--model PATH ...] [--history PATH ...] [--data-dir DIR] [--store CONFIG=PATH ...] [--dry-run]",
+        synopsis:
+            "[--model PATH ...] [--history PATH ...] [--mapping PATH ...] [--data-dir DIR] [--store CONFIG=PATH ...] [--dry-run]",
         abstract: """
             Migrates the stores of the model's configurations to the model (a lightweight migration:
             added, removed and renamed entities and properties, optional/required with a default,
-            relationships and indexes), all of them together or none. Stores that do not exist yet are
-            left alone; stores that already fit the model are not touched.
+            relationships and indexes) or the one a Core Data mapping model gives, all of them together
+            or none. Stores that do not exist yet are left alone; stores that already fit the model are
+            not touched.
             """,
         options: [
             .model(
@@ -31,6 +34,11 @@ enum MigrateCommand {
                 help: "an earlier model version, oldest first. Without it a store is migrated in one step from the "
                     + "model it recorded"
             ) { $0.history.append($1.text) },
+            .value(
+                "--mapping", "PATH", repeatable: true,
+                help: "a Core Data mapping model (.xcmappingmodel) run instead of the inferred migration for the step "
+                    + "between the two versions it names; those beside or inside the model are found on their own"
+            ) { $0.mappings.append($1.text) },
             .value(
                 "--data-dir", "DIR", default: "./data",
                 help: "folder of the default stores <DIR>/<configuration>.sqlite"
@@ -60,9 +68,12 @@ enum MigrateCommand {
     static func migrate(_ settings: Settings) -> Int32 {
         var options = settings.options
         let model: ObjectModel
+        let mappings: [MappingModel]
         do {
             model = try loadModel(settings.models)
             options.modelHistory = try loadModelHistory(models: settings.models, history: settings.history)
+            mappings = try loadMappingModels(settings.mappings, models: settings.models)
+            options.mappingModels = mappings
         } catch {
             printError("strata migrate: \(error)")
             return 1
@@ -78,19 +89,21 @@ enum MigrateCommand {
             )
             return 0
         }
-        return migrate(descriptions, model: model, history: options.modelHistory, dryRun: settings.dryRun)
+        return migrate(
+            descriptions, model: model, history: options.modelHistory, mappings: mappings, dryRun: settings.dryRun)
     }
 
     /// Inspects each store, then migrates them all unless one cannot be or it is a dry run.
-    static func migrate(_ descriptions: [StoreDescription], model: ObjectModel, history: [ObjectModel], dryRun: Bool)
-        -> Int32
-    {
+    static func migrate(
+        _ descriptions: [StoreDescription], model: ObjectModel, history: [ObjectModel], mappings: [MappingModel],
+        dryRun: Bool
+    ) -> Int32 {
         var needed = false
         var refused = false
         for description in descriptions {
             let url = description.url!
             do {
-                let inspection = try StoreInspector.inspect(url, model: model, history: history)
+                let inspection = try StoreInspector.inspect(url, model: model, history: history, mappings: mappings)
                 if inspection.isCompatible == true {
                     print("\(url.path): already fits model \(model.name) version \(model.version ?? "-")")
                 } else if let reason = inspection.incompatibility {

@@ -20,6 +20,8 @@ enum ServeCommand {
             The default stores are <data-dir>/<configuration>.sqlite, one per configuration of the model.
             Saves across stores are all or nothing, also across a crash: on start-up (while /ready
             answers 503) the server finishes any that a crash interrupted, and logs what it finished.
+            A store written with an older model version is migrated on start-up, by the mapping models
+            (.xcmappingmodel) beside or inside the model for the steps they describe.
             SIGTERM or SIGINT stops accepting, finishes requests in flight, closes the stores and exits 0.
             """)
 
@@ -34,6 +36,7 @@ enum ServeCommand {
         do {
             model = try loadModel(options.models)
             options.modelHistory = try loadModelHistory(models: options.models, history: [])
+            options.mappingModels = try loadMappingModels([], models: options.models)
         } catch {
             printError("strata serve: \(error)")
             return 1

@@ -71,6 +71,8 @@ public enum CoreDataMaterial {
     public static var models: URL { folder.appendingPathComponent("models") }
     /// The folder of the stores (each beside its model).
     public static var stores: URL { folder.appendingPathComponent("stores") }
+    /// The folder of the mapping models (each beside the model bundle it maps, with its stores).
+    public static var mappings: URL { folder.appendingPathComponent("mapping") }
 
     /// The material, or what is missing.
     public static let requirement: Requirement = {

@@ -11,8 +11,8 @@ import Testing
 @Suite struct RealCoreDataModelTests {
     static var material: URL { CoreDataMaterial.folder }
 
-    /// Every `.xcdatamodeld`, loose `.xcdatamodel` and `contents`-style XML file of the material,
-    /// relative to its folder (none when it is absent).
+    /// Every `.xcdatamodeld`, loose `.xcdatamodel` and `contents`-style XML file of the material
+    /// (not inside an `.xcmappingmodel`), relative to its folder (none when it is absent).
     static let models: [String] = {
         guard let walker = FileManager.default.enumerator(at: material, includingPropertiesForKeys: nil) else {
             return []
@@ -24,6 +24,8 @@ import Testing
             case "xcdatamodeld", "xcdatamodel", "xml":
                 found.append(relative)
                 walker.skipDescendants()
+            // A mapping model's xcmapping.xml is not a data model (see MappingModelTests).
+            case "xcmappingmodel": walker.skipDescendants()
             default: continue
             }
         }

@@ -11,12 +11,15 @@ public struct CoreDataImportOptions: Sendable, Hashable {
     public var chunkSize: Int
     /// The new stores' SQLite `synchronous` setting while they are written.
     public var durability: StoreOptions.Durability
+    /// Mapping models the migration to the current version runs for the steps they describe.
+    public var mappingModels: [MappingModel]
 
     /// Creates options.
     public init(
         sourceVersion: String? = nil, skip: Set<String> = [], chunkSize: Int = 10_000,
-        durability: StoreOptions.Durability = .full
+        durability: StoreOptions.Durability = .full, mappingModels: [MappingModel] = []
     ) {
+        self.mappingModels = mappingModels
         self.sourceVersion = sourceVersion
         self.skip = skip
         self.chunkSize = chunkSize
@@ -160,7 +163,9 @@ public enum CoreDataImporter {
             let coordinator = StoreCoordinator(model: model)
             let store = try coordinator.addStore(
                 type: .sqlite, configuration: nil, url: staging,
-                options: StoreOptions(durability: options.durability, migrate: true, modelHistory: candidates))
+                options: StoreOptions(
+                    durability: options.durability, migrate: true, modelHistory: candidates,
+                    mappingModels: options.mappingModels))
             coordinator.remove(store)
         } catch {
             throw StoreError(

@@ -43,6 +43,8 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
         case addUniqueness
         /// A uniqueness constraint the new model no longer has.
         case removeUniqueness
+        /// An entity mapping of a mapping model (``MappingModel``) makes the entity's objects.
+        case entityMapping
     }
 
     /// What kind of change it is.
@@ -92,6 +94,9 @@ public struct MigrationRefusal: Sendable, Hashable, CustomStringConvertible {
         case unknownStoreModel
         /// The store is at a newer model version than the model it is opened with.
         case downgrade
+        /// A mapping model (``MappingModel``) names a custom migration policy or an expression
+        /// that Strata does not evaluate.
+        case mappingModel
     }
 
     /// Why the change cannot be migrated.
@@ -135,6 +140,10 @@ public struct MigrationStep: Sendable {
     let oldEntities: [String]
     let newEntities: [String]
     let mapping: MigrationMapping
+    /// The mapping model the step runs instead of an inferred migration, if any.
+    public internal(set) var mappingModel: MappingModel? = nil
+    /// The registered policies of the mapping model's policy classes, by class name.
+    var policies: [String: any EntityMigrationPolicy] = [:]
 }
 
 /// How a store gets from the model it was written with to the model it is opened with.
@@ -162,7 +171,8 @@ public struct MigrationPlan: Sendable {
         var lines: [String] = []
         for refusal in globalRefusals { lines.append("cannot migrate: \(refusal)") }
         for step in steps {
-            lines.append("step \(step.fromVersion ?? "?") → \(step.toVersion ?? "?"):")
+            let through = step.mappingModel.map { " (mapping model \($0.name))" } ?? ""
+            lines.append("step \(step.fromVersion ?? "?") → \(step.toVersion ?? "?")\(through):")
             for change in step.changes { lines.append("  \(change.kind.rawValue) \(change)") }
             for refusal in step.refusals { lines.append("  cannot migrate (\(refusal.kind.rawValue)) \(refusal)") }
         }
@@ -171,7 +181,9 @@ public struct MigrationPlan: Sendable {
 
     /// One line naming every refused change, for errors.
     var refusalMessage: String {
-        "the store cannot be migrated to the model; lightweight migration cannot infer: "
+        let mapped = refusals.contains { $0.kind == .mappingModel }
+        return "the store cannot be migrated to the model; "
+            + (mapped ? "the migration cannot run: " : "lightweight migration cannot infer: ")
             + refusals.map(\.description).joined(separator: "; ")
     }
 }

@@ -69,4 +69,19 @@ public enum StoreInspector {
         }
         return try kind.inspect(url, model: model, history: history)
     }
+
+    /// Inspects the store at `url`, its migration planned with mapping models.
+    /// - Parameters:
+    ///   - url: the store's file (or a PostgreSQL connection URI).
+    ///   - model: a model to check the store against.
+    ///   - history: earlier versions of the model, oldest first, for a multi-step migration.
+    ///   - mappings: mapping models for the steps they describe (see ``MigrationPlan/using(_:policies:)``).
+    /// - Throws: ``StoreError``, as ``inspect(_:model:history:)`` does.
+    public static func inspect(_ url: URL, model: ObjectModel, history: [ObjectModel], mappings: [MappingModel])
+        throws(StoreError) -> StoreInspection
+    {
+        var inspection = try inspect(url, model: model, history: history)
+        inspection.plan = inspection.plan?.using(mappings)
+        return inspection
+    }
 }

@@ -80,10 +80,16 @@ struct PostgreSQLStoreKind: StoreKind {
         let found = try SQLiteStore.metadata(from: values, url: url)
         // A configuration mismatch is reported when the store is opened.
         guard found.configuration == configuration, found.entityHashes != hashes else { return nil }
-        return PostgreSQLPendingMigration(
-            try SQLMigrationTarget(
-                values: values, found: found, model: model, configuration: configuration, hashes: hashes,
-                options: description.options, url: url))
+        let target = try SQLMigrationTarget(
+            values: values, found: found, model: model, configuration: configuration, hashes: hashes,
+            options: description.options, url: url)
+        if let mapping = target.plan.steps.lazy.compactMap(\.mappingModel).first {
+            throw StoreError(
+                .incompatibleModel,
+                "mapping model \(mapping.name) runs on SQLite stores only; migrate the store as an SQLite file, then move it",
+                storeURL: url)
+        }
+        return PostgreSQLPendingMigration(target)
     }
 
     /// The metadata the store's namespace holds; nil when it has none yet.

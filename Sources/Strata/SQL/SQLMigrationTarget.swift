@@ -24,7 +24,8 @@ struct SQLMigrationTarget {
     ) throws(StoreError) {
         let plan = SQLiteMigrator.plan(
             values: values, storedHashes: found.entityHashes, configuration: configuration, model: model,
-            history: options.modelHistory, url: url)
+            history: options.modelHistory, url: url
+        ).using(options.mappingModels, policies: options.migrationPolicies)
         guard options.migrate, !options.readOnly else {
             throw StoreError(
                 .incompatibleModel, SQLiteStore.incompatibility(stored: found.entityHashes, model: hashes, plan: plan),

@@ -134,6 +134,7 @@ enum SQLiteMigrator {
 
     /// Applies one step; the transaction is open.
     static func apply(_ step: MigrationStep, db: SQLiteConnection) throws(SQLiteError) {
+        if step.mappingModel != nil { return try SQLiteMappingMigrator.apply(step, db: db) }
         let plan = StepPlan(step)
         try moveOldTables(plan, db: db)
         try buildTables(plan, db: db)

@@ -30,6 +30,12 @@ public struct StoreOptions: Sendable, Hashable {
     /// Earlier versions of the model, oldest first, that a migration steps through (a
     /// `.xcdatamodeld`'s versions, say); empty: one step from the model the store recorded.
     public var modelHistory: [ObjectModel]
+    /// Mapping models (Core Data `.xcmappingmodel`s) that a migration runs, instead of inferring
+    /// it, for the steps between the model versions each names (SQLite only).
+    public var mappingModels: [MappingModel]
+    /// The migration policies that entity mappings naming a custom policy class run, by that
+    /// class name (see ``EntityMigrationPolicy``).
+    public var migrationPolicies: [String: any EntityMigrationPolicy]
     /// The longest one fetch may run, in seconds, enforced by the store itself (SQLite's progress
     /// handler, PostgreSQL's `statement_timeout`); past it the fetch fails with `.overBudget`.
     /// Nil: no limit.
@@ -53,8 +59,11 @@ public struct StoreOptions: Sendable, Hashable {
     public init(
         readOnly: Bool = false, durability: Durability = .full, migrate: Bool = false,
         modelHistory: [ObjectModel] = [], queryBudget: Double? = nil,
-        memoryMapBytes: Int = StoreOptions.defaultMemoryMapBytes, recordsHistory: Bool = false
+        memoryMapBytes: Int = StoreOptions.defaultMemoryMapBytes, recordsHistory: Bool = false,
+        mappingModels: [MappingModel] = [], migrationPolicies: [String: any EntityMigrationPolicy] = [:]
     ) {
+        self.mappingModels = mappingModels
+        self.migrationPolicies = migrationPolicies
         self.readOnly = readOnly
         self.durability = durability
         self.migrate = migrate
@@ -64,11 +73,14 @@ public struct StoreOptions: Sendable, Hashable {
         self.recordsHistory = recordsHistory
     }
 
-    /// Options are equal when every setting is, the model history included.
+    /// Options are equal when every setting is, the model history included (of the migration
+    /// policies, their names).
     public static func == (lhs: StoreOptions, rhs: StoreOptions) -> Bool {
         lhs.readOnly == rhs.readOnly && lhs.durability == rhs.durability && lhs.migrate == rhs.migrate
             && lhs.modelHistory == rhs.modelHistory && lhs.queryBudget == rhs.queryBudget
             && lhs.memoryMapBytes == rhs.memoryMapBytes && lhs.recordsHistory == rhs.recordsHistory
+            && lhs.mappingModels == rhs.mappingModels
+            && Set(lhs.migrationPolicies.keys) == Set(rhs.migrationPolicies.keys)
     }
 
     /// Hashes the settings (of the model history, only its length).

@@ -89,6 +89,8 @@ public struct ServerOptions: Sendable {
     public var migrate = true
     /// Earlier model versions, oldest first, that a migration steps through.
     public var modelHistory: [ObjectModel] = []
+    /// Mapping models a migration runs for the steps they describe (``StoreOptions/mappingModels``).
+    public var mappingModels: [MappingModel] = []
     /// Bearer tokens, each `NAME:SCOPE[,SCOPE]:SECRET` (see ``AccessToken``).
     public var tokens: [String] = []
     /// A file of more tokens, one per line, re-read by ``StrataServerInstance/reloadTokens()``.
@@ -129,7 +131,7 @@ public struct ServerOptions: Sendable {
     public func storeDescriptions(for model: ObjectModel) -> [StoreDescription] {
         let options = StoreOptions(
             durability: durability, migrate: migrate, modelHistory: modelHistory, queryBudget: queryBudget,
-            memoryMapBytes: sqliteMemoryMapBytes, recordsHistory: history)
+            memoryMapBytes: sqliteMemoryMapBytes, recordsHistory: history, mappingModels: mappingModels)
         func description(_ configuration: String?, _ spec: StoreSpec) -> StoreDescription {
             var options = options
             if let durability = spec.durability { options.durability = durability }
