@@ -123,13 +123,13 @@ class Formation:
         return subprocess.run(self.command(*args), capture_output=True, text=True, timeout=timeout)
 
     def create(self):
-        for folder in ("run", "sock"):  # pg_autoctl creates the XDG folders itself, and fails on existing ones
+        for folder in ("run", "sock"):  # pg_autoctl creates the XDG folders itself
             os.makedirs(os.path.join(self.root, folder))
         if self.prefix:
             subprocess.run(["chown", "-R", "postgres:", self.root], check=True)
         monitor = self.start("monitor", "pg_autoctl", "create", "monitor", "--pgctl", self.bindir + "/pg_ctl",
-                   "--pgdata", self.root + "/monitor", "--pgport", str(self.monitor_port),
-                   "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run")
+                             "--pgdata", self.root + "/monitor", "--pgport", str(self.monitor_port),
+                             "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run")
         wait_for(lambda: running(monitor, "monitor") and self.state() is not None, 60, "the monitor to answer")
         for name in ("node1", "node2"):
             self.nodes[name] = (self.root + "/" + name, free_port())
@@ -685,8 +685,8 @@ class Harness:
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", default=".build/debug/strata")
-    parser.add_argument("--clients", type=int, default=6)
+    parser.add_argument("--binary", default=".build/debug/strata", help="the strata to serve with")
+    parser.add_argument("--clients", type=int, default=6, help="writer threads")
     parser.add_argument("--timeout", type=int, default=10, help="seconds a request may take")
     parser.add_argument("--resume-within", type=int, default=15,
                         help="seconds after a kill -9, or after the promotion of the other events, within "
