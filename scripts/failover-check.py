@@ -12,8 +12,8 @@ their own and a unique `Idempotency-Key` each, with a 10 s timeout per request, 
 again to the other server after a 503, a 409, a connection error or a timeout, until a 2xx answers.
 
 While they write, three events in turn, each followed by a wait for primary + secondary again:
-  kill -9     SIGKILL to the primary's postmaster (its pid from postmaster.pid), its node's keeper kept
-              from restarting it until the other node is promoted (see Harness.cause);
+  kill -9     SIGKILL to the primary's postmaster (its pid from postmaster.pid); again if its keeper
+              restarted it in place before the monitor saw it down (see Harness.promotion);
   clean stop  `pg_autoctl stop` of the primary node (postgres shut down, the node gone); once the
               other node is promoted, `pg_autoctl run` brings it back as the secondary;
   switchover  `pg_autoctl perform switchover`.
@@ -223,25 +223,13 @@ def postmaster_pid(pgdata):
         return None
 
 
-def processes_in(folder):
-    """The processes working in folder (a Postgres server's all do, in its data folder)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.readlink("/proc/%s/cwd" % entry) == folder:
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
-
-
-def parent_pid(pid):
+def accepts(port):
+    """Whether something accepts connections on the loopback port."""
     try:
-        with open("/proc/%d/stat" % pid) as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def kill_postmaster(pgdata):
@@ -444,7 +432,6 @@ class Harness:
         self.servers = []
         self.clients = None
         self.uri = None
-        self.held = None  # a pg_autoctl service stopped with SIGSTOP, and its data folder
 
     def check(self, ok, name, detail=""):
         print(("ok: " if ok else "FAILED: ") + name + (" (%s)" % detail if detail else ""), flush=True)
@@ -490,23 +477,9 @@ class Harness:
         """Starts the event; returns what it did and, for the switchover, its running command."""
         pgdata = self.formation.nodes[old][0]
         if name == "kill -9":
-            # The node's keeper restarts a killed postmaster at once, and whether the monitor fails
-            # over depends on whether the keeper reported it down first. So its restarting service
-            # (the postmaster's parent) is held with SIGSTOP until the secondary is promoted, and
-            # the postmaster.pid is removed (the held parent cannot reap the postmaster, whose pid
-            # would pass for a running server): the keeper reports Postgres down, as a crashed one
-            # that does not come back. The held service resumes once the killed server's processes
-            # are gone (release), so no new server starts beside them.
-            pid = postmaster_pid(pgdata)
-            if not pid or pgdata.encode() + b"\0" not in read_cmdline(pid):
+            pid = kill_postmaster(pgdata)
+            if pid is None:
                 raise RuntimeError("no postmaster of %s to kill" % old)
-            parent = parent_pid(pid)
-            if not parent or not read_cmdline(parent).startswith(b"pg_autoctl"):
-                raise RuntimeError("the postmaster of %s is not run by pg_autoctl" % old)
-            self.held = (parent, pgdata)
-            os.kill(parent, signal.SIGSTOP)
-            os.kill(pid, signal.SIGKILL)
-            os.remove(os.path.join(pgdata, "postmaster.pid"))
             return "SIGKILL to %s's postmaster (pid %d)" % (old, pid), None
         if name == "clean stop":
             out = self.formation.run("pg_autoctl", "stop", "--pgdata", pgdata)
@@ -514,18 +487,32 @@ class Harness:
         process = self.formation.start("switchover", "pg_autoctl", "perform", "switchover", "--pgdata", pgdata)
         return "pg_autoctl perform switchover from %s" % old, process
 
-    def release(self):
-        """Lets the service held by a kill -9 restart its postmaster."""
-        if self.held:
-            parent, pgdata = self.held
-            self.held = None
-            try:
-                wait_for(lambda: not processes_in(pgdata), 20, "the killed server's processes to end")
-            finally:
-                try:
-                    os.kill(parent, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
+    def promotion(self, name, old, start):
+        """Waits for another node promoted: (its name, when the event that led to it began), or
+        (None, start).
+
+        After a kill -9 the node's keeper restarts Postgres at once, and the monitor fails over only
+        when the keeper reported it down first; else the primary is back in place. Then, once it
+        has served for 3 s, its postmaster is killed again (5 times at most), as a primary that
+        keeps crashing, until the monitor fails over. Only a postmaster that has finished starting
+        is killed: pg_autoctl's services do not always recover from a kill during a start-up."""
+        pgdata, port = self.formation.nodes[old]
+        kills, up_since = 1, None
+        while time.monotonic() < start + 150:
+            state = self.formation.state() or []
+            new = next((n for n, r, a in state if r in PROMOTED and a in PROMOTED and n != old), None)
+            if new:
+                return new, start
+            if name == "kill -9" and kills < 5:
+                failing_over = any(n != old and a != "secondary" for n, _, a in state)
+                back = (old, "primary", "primary") in state and accepts(port)
+                up_since = (up_since or time.monotonic()) if back and not failing_over else None
+                if up_since and time.monotonic() - up_since >= 3 and kill_postmaster(pgdata):
+                    kills, up_since, start = kills + 1, None, time.monotonic()
+                    print("kill -9: the keeper restarted %s's Postgres in place, nothing failed over: killed again"
+                          % old, flush=True)
+            time.sleep(0.25)
+        return None, start
 
     def event(self, name):
         """One event while the clients write; False when the formation did not recover from it."""
@@ -538,14 +525,8 @@ class Harness:
         self.clients.phase = name
         start = time.monotonic()
         what, command = self.cause(name, old)
-        promoted, new = None, None
-        while time.monotonic() < start + 150:
-            new = self.formation.primary()
-            if new and new != old:
-                promoted = time.monotonic() - start
-                break
-            time.sleep(0.25)
-        self.release()
+        new, start = self.promotion(name, old, start)
+        promoted = time.monotonic() - start if new else None
         if promoted is None:
             return self.check(False, "%s: another node is promoted within 150 s of the %s" % (name, what))
         if name == "clean stop":
@@ -670,7 +651,6 @@ class Harness:
         self.check_answers()
 
     def close(self):
-        self.release()
         if self.clients:
             self.clients.stop()
         for server in self.servers:
