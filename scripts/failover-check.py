@@ -32,7 +32,7 @@ synchronous_standby_names makes the secondary synchronous):
     (Idempotent-Replayed: true, same status and body) and is stored once.
 Everything it started is stopped and the folder removed at the end, whatever happened.
 
-Usage: scripts/failover-check.py [--binary .build/debug/strata] [--clients 6] [--timeout 10]
+Usage: scripts/failover-check.py [--binary .build/debug/strata] [--clients 6] [--timeout 10] [--keep]
 Needs pg_autoctl and the pgautofailover extension of an installed PostgreSQL (Debian:
 pg-auto-failover-cli and postgresql-NN-auto-failover); without them it fails under CI=true and is
 skipped, saying so, elsewhere. STRATA_PG_BIN names the PostgreSQL binaries' folder. Prints one line
@@ -171,20 +171,16 @@ class Formation:
         if out.returncode != 0:
             return None
         try:
-            rows = json.loads(out.stdout or "[]")
-        except ValueError:
+            return [(r["nodename"], r["current_group_state"], r["assigned_group_state"]) for r in json.loads(out.stdout or "[]")]
+        except (ValueError, KeyError, TypeError):
             return None
-        return [(r["nodename"], r["current_group_state"], r["assigned_group_state"]) for r in rows]
 
     def states_are(self, wanted):
         state = self.state() or []
         return all(r == a for _, r, a in state) and sorted(r for _, r, _ in state) == sorted(wanted)
 
     def primary(self):
-        for name, reported, assigned in self.state() or []:
-            if reported in PROMOTED and assigned in PROMOTED:
-                return name
-        return None
+        return next((n for n, r, a in self.state() or [] if r in PROMOTED and a in PROMOTED), None)
 
     def stop(self):
         """pg_autoctl stop for every node and the monitor, then SIGKILL to whatever is left."""
@@ -215,14 +211,6 @@ def running(process, name):
     return True
 
 
-def postmaster_pid(pgdata):
-    try:
-        with open(os.path.join(pgdata, "postmaster.pid")) as f:
-            return int(f.readline().strip())
-    except (OSError, ValueError):
-        return None
-
-
 def accepts(port):
     """Whether something accepts connections on the loopback port."""
     try:
@@ -233,23 +221,17 @@ def accepts(port):
 
 
 def kill_postmaster(pgdata):
-    """SIGKILL to the postmaster of pgdata, if one runs; its pid, or None."""
-    pid = postmaster_pid(pgdata)
-    if not pid or pgdata.encode() + b"\0" not in read_cmdline(pid):
-        return None
+    """SIGKILL to the postmaster of pgdata, if one runs (its pid file names it); its pid, or None."""
     try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return None
-    return pid
-
-
-def read_cmdline(pid):
-    try:
+        with open(os.path.join(pgdata, "postmaster.pid")) as f:
+            pid = int(f.readline().strip())
         with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
+            if pgdata.encode() + b"\0" not in f.read():
+                return None
+        os.kill(pid, signal.SIGKILL)
+        return pid
+    except (OSError, ValueError):
+        return None
 
 
 def wait_for(condition, seconds, what):
@@ -335,10 +317,6 @@ class Clients:
         self.hung = []  # (phase, port, seconds) of requests past their timeout
         self.bad = []  # (phase, port, status, body head) of 5xx but 503, 503 without Retry-After, other 4xx
         self.threads = [threading.Thread(target=self.write, args=(i,), daemon=True) for i in range(count)]
-
-    def start(self):
-        for thread in self.threads:
-            thread.start()
 
     def stop(self):
         self.stopping.set()
@@ -640,7 +618,8 @@ class Harness:
         self.start_servers()
         print("servers: :%d and :%d, Catalog=%s" % (self.servers[0].port, self.servers[1].port, self.uri), flush=True)
         self.clients = Clients([s.port for s in self.servers], self.args.clients, self.args.timeout)
-        self.clients.start()
+        for thread in self.clients.threads:
+            thread.start()
         for name in ("kill -9", "clean stop", "switchover"):
             if not self.event(name):
                 break
@@ -658,12 +637,10 @@ class Harness:
         self.formation.stop()
 
     def logs(self):
-        for name in ("monitor", "node1", "node2"):
-            path = os.path.join(self.root, name + ".log")
-            if os.path.exists(path):
-                with open(path, "rb") as f:
-                    lines = f.read().decode(errors="replace").splitlines()[-12:]
-                print("  %s.log, last lines:\n%s" % (name, "\n".join("    " + l for l in lines)))
+        for name in [n for n in ("monitor", "node1", "node2") if os.path.exists(os.path.join(self.root, n + ".log"))]:
+            with open(os.path.join(self.root, name + ".log"), "rb") as f:
+                lines = f.read().decode(errors="replace").splitlines()[-12:]
+            print("  %s.log, last lines:\n%s" % (name, "\n".join("    " + l for l in lines)))
 
 
 def main():
