@@ -312,7 +312,8 @@ class Clients:
         self.stopping = threading.Event()
         self.lock = threading.Lock()
         self.outcomes = collections.defaultdict(collections.Counter)  # phase -> answer -> count
-        self.acknowledged = {}  # marker -> monotonic time of its 2xx
+        self.acknowledged = {}  # marker -> (monotonic time of its 2xx, its attempts, the 2xx's body)
+        self.began = time.monotonic()
         self.answer_times = []  # monotonic times of every 2xx, in order
         self.hung = []  # (phase, port, seconds) of requests past their timeout
         self.bad = []  # (phase, port, status, body head) of 5xx but 503, 503 without Retry-After, other 4xx
@@ -337,6 +338,7 @@ class Clients:
             marker = "fo-%d-%s" % (index, uuid.uuid4().hex[:16])
             key = uuid.uuid4().hex
             body = json.dumps({"name": marker})
+            attempts = []  # (port, answer) of each try, for the report of a write found missing
             while not self.stopping.is_set():
                 port = self.ports[attempt % len(self.ports)]
                 attempt += 1
@@ -344,21 +346,25 @@ class Clients:
                 try:
                     status, headers, data = post(port, "/authors", body, key, self.timeout)
                 except TimeoutError:
+                    attempts.append((port, "timeout"))
                     phase = self.phase
                     self.count(phase, "timeout")
                     with self.lock:
                         self.hung.append((phase, port, time.monotonic() - sent))
                     continue
                 except (OSError, http.client.HTTPException):
+                    attempts.append((port, "connection error"))
                     self.count(self.phase, "connection error")
                     self.stopping.wait(0.1)
                     continue
                 answered = time.monotonic()
                 phase = self.phase  # the answer counts where it arrives: a kill fails requests sent before it
                 self.count(phase, status)
+                attempts.append((port, "%d%s during %s at %.1f s" % (
+                    status, " replayed" if headers.get("idempotent-replayed") else "", phase, answered - self.began)))
                 if 200 <= status < 300:
                     with self.lock:
-                        self.acknowledged[marker] = answered
+                        self.acknowledged[marker] = (answered, attempts, data[:200].decode(errors="replace"))
                         self.answer_times.append(answered)
                     break
                 if (status >= 500 and status != 503) or (status == 503 and "retry-after" not in headers) \
@@ -578,6 +584,15 @@ class Harness:
         self.check(not missing, "every acknowledged write is in the primary",
                    "%d acknowledged, %d stored, %d missing%s" % (len(acknowledged), sum(1 for m in stored if m.startswith("fo-")),
                                                                  len(missing), ": " + ", ".join(missing[:5]) if missing else ""))
+        for marker in missing[:5]:
+            _, attempts, body = acknowledged[marker]
+            try:
+                key = int(json.loads(body)["_id"])
+                row = psql(self.bindir, self.uri, "SELECT %s FROM \"%s\".\"Author\" WHERE _pk = %d" % (name, schema, key))
+            except (ValueError, KeyError, TypeError, RuntimeError) as error:
+                key, row = None, str(error)
+            print("    %s: %s; the answer's _id %s holds %s" % (
+                marker, ", ".join(":%d %s" % a for a in attempts), key, row or "no row"))
         self.check(not twice, "no write is stored twice",
                    "%d markers stored more than once%s" % (len(twice), ": " + ", ".join(twice[:5]) if twice else ""))
         if replay_marker:
