@@ -8,8 +8,10 @@ servers (the debug build, each with its own data folder) keep the example model'
 formation through one libpq multi-host URI with target_session_attrs=read-write; the authority form
 (`postgresql://postgres@h:p1,h:p2/strata?…`) is tried first, and the query form (`?host=h,h&port=p1,p2`)
 when the server refuses it, which counts as a failure. Six clients create authors with a marker of
-their own and a unique `Idempotency-Key` each, with a 10 s timeout per request, sending the same key
-again to the other server after a 503, a 409, a connection error or a timeout, until a 2xx answers.
+their own and a unique `Idempotency-Key` each, with a 75 s timeout per request (a server holds a
+write whose commit's answer was lost until it knows, durably, whether it committed: up to 60 s),
+sending the same key again to the other server after a 503, a 409, a connection error or a timeout,
+until a 2xx answers.
 
 While they write, three events in turn, each followed by a wait for primary + secondary again:
   kill -9     SIGKILL to the primary's postmaster (its pid from postmaster.pid); again if its keeper
@@ -32,7 +34,7 @@ synchronous_standby_names makes the secondary synchronous):
     (Idempotent-Replayed: true, same status and body) and is stored once.
 Everything it started is stopped and the folder removed at the end, whatever happened.
 
-Usage: scripts/failover-check.py [--binary .build/debug/strata] [--clients 6] [--timeout 10] [--keep]
+Usage: scripts/failover-check.py [--binary .build/debug/strata] [--clients 6] [--timeout 75] [--keep]
 Needs pg_autoctl and the pgautofailover extension of an installed PostgreSQL (Debian:
 pg-auto-failover-cli and postgresql-NN-auto-failover); without them it fails under CI=true and is
 skipped, saying so, elsewhere. STRATA_PG_BIN names the PostgreSQL binaries' folder. Prints one line
@@ -662,7 +664,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default=".build/debug/strata", help="the strata to serve with")
     parser.add_argument("--clients", type=int, default=6, help="writer threads")
-    parser.add_argument("--timeout", type=int, default=10, help="seconds a request may take")
+    parser.add_argument("--timeout", type=int, default=75, help="seconds a request may take")
     parser.add_argument("--resume-within", type=int, default=15,
                         help="seconds after the promotion within which writes must succeed again")
     parser.add_argument("--keep", action="store_true", help="keep the folder (logs, data) at the end")

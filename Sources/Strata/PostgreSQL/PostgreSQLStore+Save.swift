@@ -142,26 +142,52 @@ extension PostgreSQLStore {
     /// Whether the transaction that inserted commit marker `marker` committed, asked of a writable
     /// server (the primary, or the standby promoted in its place): inserting the same marker
     /// waits for that transaction if it still runs and conflicts if it committed; when the insert
-    /// succeeds the transaction did not commit, and now never can. Nil when no writable server
-    /// answered within ``resolveSeconds``.
+    /// succeeds the transaction did not commit, and now never can. Either answer is given only
+    /// once it is durable (see ``isReplicated(upTo:_:)``): a primary restarted in place may show
+    /// a commit that no standby received, which a failover then drops. Nil when no writable
+    /// server answered, durably, within ``resolveSeconds``.
     func resolveCommit(marker: String) -> Bool? {
         let markers = schema.qualified(Self.commitMarkerTable)
         let deadline = Date(timeIntervalSinceNow: Self.resolveSeconds)
         var pause = 0.1
         while Date() < deadline, !closed.load(ordering: .acquiring) {
             do throws(PGError) {
-                let inserted = try pool.with { (c: PGConnection) throws(PGError) in
-                    try c.execute(
+                let committed = try pool.with { (c: PGConnection) throws(PGError) -> Bool? in
+                    let inserted = try c.execute(
                         "INSERT INTO \(markers) (token) VALUES ($1) ON CONFLICT (token) DO NOTHING", [.text(marker)]
                     ).affected
+                    let lsn = try c.execute("SELECT pg_current_wal_lsn()::text").rows.first?.first ?? nil
+                    // Asked on this connection's server only: after a failover the marker is looked
+                    // for again on the new one.
+                    while Date() < deadline {
+                        if try Self.isReplicated(upTo: lsn ?? "0/0", c) { return inserted == 0 }
+                        Thread.sleep(forTimeInterval: 0.1)
+                    }
+                    return nil
                 }
-                return inserted == 0
+                return committed
             } catch {
                 Thread.sleep(forTimeInterval: pause)
                 pause = min(pause * 2, 1)
             }
         }
         return nil
+    }
+
+    /// Whether what `c`'s server wrote up to `lsn` is as durable as a commit there promises: it
+    /// waits for no synchronous standby (none named, or `synchronous_commit` off or local), or
+    /// one of them has flushed it. Reading a standby's position needs `pg_read_all_stats` (or
+    /// `pg_monitor`) when the role is no superuser; without it this is never true while
+    /// standbys are named, and a lost commit is answered as of unknown outcome.
+    static func isReplicated(upTo lsn: String, _ c: PGConnection) throws(PGError) -> Bool {
+        try c.execute(
+            """
+            SELECT current_setting('synchronous_standby_names') = ''
+                OR current_setting('synchronous_commit') IN ('off', 'local')
+                OR EXISTS (SELECT 1 FROM pg_stat_replication
+                           WHERE sync_state IN ('sync', 'quorum') AND flush_lsn >= $1::pg_lsn)
+            """, [.text(lsn)]
+        ).rows.first?.first == "t"
     }
 }
 
