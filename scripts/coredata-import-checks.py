@@ -72,13 +72,7 @@ REAL = [
 ]
 # Stores Core Data migrates and Strata refuses today: the issue that fixes each, and what the
 # refusal says. Any other outcome fails, an import included (the mark then goes).
-BOOKMARKS_ISSUE = ("issue 36: Core Data migrates Bookmarks V1-V3 (a to-one relationship becoming to-many), "
-                   "Strata refuses it", "changes from to-one to to-many")
-KNOWN = {
-    "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V1.sqlite": BOOKMARKS_ISSUE,
-    "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V2.sqlite": BOOKMARKS_ISSUE,
-    "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V3.sqlite": BOOKMARKS_ISSUE,
-}
+KNOWN = {}
 
 
 def digest(path):

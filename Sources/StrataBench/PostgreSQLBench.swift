@@ -92,7 +92,7 @@ struct PostgreSQLBench {
                 "libpq 1-row autocommit INSERTs, 1 conn", single, nil
             ),
         ]
-        for scenario in scenarios {
+        for scenario in scenarios + Self.readScenarios(byID: bestGet?.requestsPerSecond ?? lookups) {
             let result =
                 try (scenario.script == post ? bestPost : scenario.script == get ? bestGet : nil)
                 ?? wrk.run(
@@ -109,6 +109,24 @@ struct PostgreSQLBench {
 }
 
 extension PostgreSQLBench {
+    /// Lists and the history feed, measured beside GET by id's rate `byID` (no target).
+    static func readScenarios(byID: Double) -> [(
+        name: String, script: String, baseline: String, value: Double, target: Double?
+    )] {
+        [
+            (
+                "PG GET /books?year=gt.2000&order=year.desc&limit=20",
+                "request = function() return wrk.format('GET', '/books?year=gt.2000&order=year.desc&limit=20') end",
+                "PG GET by id", byID, nil
+            ),
+            (
+                "PG GET /_changes?limit=100",
+                "request = function() return wrk.format('GET', '/_changes?limit=100') end",
+                "PG GET by id", byID, nil
+            ),
+        ]
+    }
+
     /// GET by id's target is a ratio to libpq's primary-key SELECTs of the same rows (the books
     /// the server serves, every column of their `table`, keys drawn at random from the same range,
     /// on as many connections): both run in alternating rounds and keep their best.
