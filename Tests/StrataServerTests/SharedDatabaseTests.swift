@@ -8,18 +8,27 @@ import Testing
     .serialized,
     .enabled(if: PostgreSQLTestServer.requirement.runs, "\(PostgreSQLTestServer.requirement.skipComment)"))
 struct SharedDatabaseTests {
+    /// Two servers over a new schema of the test cluster, each with a data folder of its own in
+    /// `folder`, and a client of each.
+    static func twoServers(in folder: TemporaryDirectory) throws -> (
+        StrataProcess, StrataProcess, TestClient, TestClient
+    ) {
+        let url = try PostgreSQLTestServer.storeURL().absoluteString
+        let servers = try ["a", "b"].map { name in
+            try StrataProcess([
+                "serve", "--port", "0", "--data-dir", folder.file(name).path, "--store", "Default=\(url)",
+            ])
+        }
+        let clients = try servers.map { server in
+            TestClient(port: try #require(server.port(), "\(server.stderr.current)"))
+        }
+        return (servers[0], servers[1], clients[0], clients[1])
+    }
+
     @Test func twoServersOverOneDatabase() throws {
         let folder = TemporaryDirectory()
-        let url = try PostgreSQLTestServer.storeURL().absoluteString
         // Started together: the schema is created once, under the advisory lock.
-        let a = try StrataProcess([
-            "serve", "--port", "0", "--data-dir", folder.file("a").path, "--store", "Default=\(url)",
-        ])
-        let b = try StrataProcess([
-            "serve", "--port", "0", "--data-dir", folder.file("b").path, "--store", "Default=\(url)",
-        ])
-        let one = TestClient(port: try #require(a.port(), "\(a.stderr.current)"))
-        let two = TestClient(port: try #require(b.port(), "\(b.stderr.current)"))
+        let (a, b, one, two) = try Self.twoServers(in: folder)
         #expect(!a.stderr.current.contains("password="))
 
         // A write on one is read on the other at once, also after the other read (and could cache) it.
@@ -85,15 +94,7 @@ struct SharedDatabaseTests {
 struct SharedDatabaseFailoverTests {
     @Test func aRetryOnTheOtherServerReplaysTheFirstAnswer() throws {
         let folder = TemporaryDirectory()
-        let url = try PostgreSQLTestServer.storeURL().absoluteString
-        let a = try StrataProcess([
-            "serve", "--port", "0", "--data-dir", folder.file("a").path, "--store", "Default=\(url)",
-        ])
-        let b = try StrataProcess([
-            "serve", "--port", "0", "--data-dir", folder.file("b").path, "--store", "Default=\(url)",
-        ])
-        let one = TestClient(port: try #require(a.port(), "\(a.stderr.current)"))
-        let two = TestClient(port: try #require(b.port(), "\(b.stderr.current)"))
+        let (a, b, one, two) = try SharedDatabaseTests.twoServers(in: folder)
         let first = try one.send("POST", "/authors", json: #"{"name": "Once"}"#, headers: ["Idempotency-Key": "k-1"])
         #expect(first.status == 201, "\(first.text)")
         let again = try two.send("POST", "/authors", json: #"{"name": "Once"}"#, headers: ["Idempotency-Key": "k-1"])
