@@ -125,6 +125,8 @@ public final class HTTPServer: Sendable {
             // new connections instead of queueing them in the backlog. It is closed after
             // `MHD_stop_daemon`, as libmicrohttpd asks.
             if listener >= 0 { _ = shutdown(listener, Int32(SHUT_RDWR)) }
+            // Open streams end (after what they hold is sent), so their connections complete.
+            current.context.takeUnretainedValue().closeStreams()
             let deadline = Self.nowNanoseconds() + UInt64(max(0, configuration.shutdownGraceSeconds)) * 1_000_000_000
             while counters.value(counters.inFlight) > 0 && Self.nowNanoseconds() < deadline {
                 usleep(5_000)

@@ -37,6 +37,8 @@ final class HTTPServerContext: Sendable {
     /// connection is accepted, its requests answered 429 (`tooLarge` with
     /// ``HTTPRequest/exceededLimit`` ``HTTPServerLimit/connections``) and it is closed.
     let perAddressLimit: Int
+    /// The streamed responses being sent.
+    private let streams = Mutex<[ObjectIdentifier: HTTPStream]>([:])
     /// Open connections by peer address.
     private let connectionsByAddress = Mutex<[String: Int]>([:])
     /// libmicrohttpd's error messages while the daemon starts; `nil` once it runs.
@@ -141,8 +143,8 @@ final class HTTPServerContext: Sendable {
     private func respond(to pending: PendingRequest, on connection: OpaquePointer) -> MHD_Result {
         if let response = pending.response {
             pending.response = nil
-            clock(of: connection)?.restart()
-            return HTTPConnection.queue(response, on: connection, closing: counters.isStopping)
+            started(response, on: connection)
+            return HTTPConnection.queue(response, on: connection, closing: counters.isStopping, context: self)
         }
         guard !pending.answered else { return .YES }
         pending.answered = true
@@ -151,10 +153,10 @@ final class HTTPServerContext: Sendable {
             counters.add(counters.inHandler, 1)
             let response = pending.exceeded ? tooLarge(pending.request) : handler(pending.request)
             counters.add(counters.inHandler, -1)
-            let clock = clock(of: connection)
-            clock?.restart()
+            started(response, on: connection)
             return HTTPConnection.queue(
-                response, on: connection, closing: counters.isStopping || clock?.isOverLimit == true)
+                response, on: connection, closing: counters.isStopping || clock(of: connection)?.isOverLimit == true,
+                context: self)
         }
         clock(of: connection)?.pause()
         counters.add(counters.suspended, 1)
@@ -167,6 +169,27 @@ final class HTTPServerContext: Sendable {
             pool.submit { [handler] in responder.respond(handler(responder.request)) }
         }
         return .YES
+    }
+
+    /// Starts the clock of sending `response`: a slow reader is held to the request's total time,
+    /// except for a stream, which is open as long as it is written to.
+    private func started(_ response: HTTPResponse, on connection: OpaquePointer) {
+        if response.stream == nil { clock(of: connection)?.restart() } else { clock(of: connection)?.pause() }
+    }
+
+    /// Notes a stream being sent, so that ``closeStreams()`` can end it.
+    func register(_ stream: HTTPStream) {
+        streams.withLock { $0[ObjectIdentifier(stream)] = stream }
+    }
+
+    /// Forgets a stream libmicrohttpd is done with.
+    func unregister(_ stream: HTTPStream) {
+        _ = streams.withLock { $0.removeValue(forKey: ObjectIdentifier(stream)) }
+    }
+
+    /// Ends every stream being sent (the server is stopping): each sends what it holds and ends.
+    func closeStreams() {
+        for stream in streams.withLock({ Array($0.values) }) { stream.close() }
     }
 
     /// The completion notice (also sent for aborted and timed-out requests): releases the

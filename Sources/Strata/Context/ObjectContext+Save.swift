@@ -340,6 +340,7 @@ extension ObjectContext {
         if let limit = s.cacheLimit, s.objects.count > limit { s.objects.removeAll(keepingCapacity: true) }
         var changes = ContextChanges(inserted: inserted, updated: updated, deleted: deleted, byStore: byStore)
         changes.historyToken = result.historyToken
+        savedHistoryToken = result.historyToken
         return changes
     }
 
