@@ -295,8 +295,13 @@ extension ObjectContext {
             }
         }
         guard !ready.isEmpty else { return [] }
-        // One by one, so each member's outcome is its own (merge policies apply here).
-        return storage.withLock { s in
+        return commitOneByOne(ready)
+    }
+
+    /// Writes the members of a group that failed together one by one, so each member's outcome
+    /// is its own (merge policies apply here).
+    private func commitOneByOne(_ ready: [CommitTicket]) -> [ContextChanges] {
+        storage.withLock { s in
             var published: [ContextChanges] = []
             for ticket in ready {
                 do throws(ContextError) {
