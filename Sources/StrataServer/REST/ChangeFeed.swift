@@ -267,16 +267,24 @@ final class ChangeFeed: Sendable {
         }
     }
 
-    /// Appends the events of `transaction`'s changes that `subscriber` may see.
+    /// Appends the events of `transaction`'s changes that `subscriber` may see. Only the last
+    /// carries the `id` (the token after the transaction): a client cut off in the middle of a
+    /// transaction resumes from the one before it and gets the whole transaction again, rather
+    /// than losing the rest of it.
     private func append(
         _ transaction: HistoryTransaction, to events: inout [UInt8], for subscriber: Subscriber, token: HistoryToken
     ) {
-        let id = Array(token.description.utf8)
+        var rendered: [[UInt8]] = []
         for change in transaction.changes
         where subscriber.entities == nil || subscriber.entities!.contains(change.objectID.entityName) {
-            guard let data = subscriber.render(change, transaction, token) else { continue }
-            events.append(contentsOf: Self.idField)
-            events.append(contentsOf: id)
+            if let data = subscriber.render(change, transaction, token) { rendered.append(data) }
+        }
+        for (index, data) in rendered.enumerated() {
+            if index == rendered.count - 1 {
+                events.append(contentsOf: Self.idField)
+                events.append(contentsOf: Array(token.description.utf8))
+                events.append(10)
+            }
             events.append(contentsOf: Self.eventField)
             events.append(contentsOf: data)
             events.append(contentsOf: Self.eventEnd)
@@ -284,7 +292,7 @@ final class ChangeFeed: Sendable {
     }
 
     private static let idField = Array("id: ".utf8)
-    private static let eventField = Array("\nevent: change\ndata: ".utf8)
+    private static let eventField = Array("event: change\ndata: ".utf8)
     private static let eventEnd = Array("\n\n".utf8)
     private static let heartbeat = Array(": heartbeat\n\n".utf8)
 
