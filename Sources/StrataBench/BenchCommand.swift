@@ -14,6 +14,7 @@ enum BenchCommand {
         var givenScaleSizes: [Int] = []
         var library = true
         var http = true
+        var feed = true
         var postgreSQL = true
         var scale = true
         var postgresql: String?
@@ -30,10 +31,11 @@ enum BenchCommand {
             !givenScaleSizes.isEmpty ? givenScaleSizes : quick ? [10_000, 20_000] : [10_000, 100_000, 1_000_000]
         }
 
-        /// Keeps one part of the bench (`library`, `http`, `postgresql` or `scale`).
+        /// Keeps one part of the bench (`library`, `http`, `feed`, `postgresql` or `scale`).
         mutating func only(_ part: String) {
             library = part == "library"
             http = part == "http"
+            feed = part == "feed"
             postgreSQL = part == "postgresql"
             scale = part == "scale"
         }
@@ -43,7 +45,7 @@ enum BenchCommand {
         name: "strata-bench",
         synopsis: """
             [--duration SECONDS] [--soak SECONDS] [--objects N]
-                                [--only library|http|postgresql|scale] [--postgresql URI]
+                                [--only library|http|feed|postgresql|scale] [--postgresql URI]
                                 [--scale [SIZES]] [--plot FILE.svg] [--quick]
             """,
         abstract: """
@@ -72,8 +74,11 @@ enum BenchCommand {
             "--objects", "N", default: "100000; 10000 with --quick",
             help: "objects for the library insert/fetch scenarios"
         ) { $0.givenObjects = try $1.integer(1...Int.max, "a positive number") },
-        .value("--only", "PART", help: "run only the library, the HTTP, the PostgreSQL or the scale scenarios") {
-            $0.only(try $1.choice(["library", "http", "postgresql", "scale"]))
+        .value(
+            "--only", "PART",
+            help: "run only the library, the HTTP, the change feed, the PostgreSQL or the scale scenarios"
+        ) {
+            $0.only(try $1.choice(["library", "http", "feed", "postgresql", "scale"]))
         },
         .value(
             "--postgresql", "URI",
@@ -149,6 +154,10 @@ enum BenchCommand {
         if settings.http, let wrk {
             printError("bench: HTTP scenarios (\(settings.duration) s each)…")
             try HTTPBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
+        }
+        if settings.feed {
+            printError("bench: change feed fan-out…")
+            try FeedBench(folder: folder, settings: settings).run(into: &table)
         }
         if settings.postgreSQL, let wrk {
             printError("bench: PostgreSQL scenarios (\(settings.duration) s each)…")
