@@ -190,7 +190,10 @@ struct FeedBench {
             response += buffer[..<count]
         }
         let whole = String(decoding: response, as: UTF8.self)
-        guard let header = whole.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("strata-history-token:") })
+        guard
+            let header = whole.split(separator: "\r\n").first(where: {
+                $0.lowercased().hasPrefix("strata-history-token:")
+            })
         else { throw BenchError("\(method) \(target): no history token in \(whole.prefix(200))") }
         let token = header.dropFirst("strata-history-token:".count).trimmingCharacters(in: .whitespaces)
         var id: Int64?

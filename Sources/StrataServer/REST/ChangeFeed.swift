@@ -32,16 +32,19 @@ final class ChangeFeed: Sendable {
         /// The same, as the history fetch takes them (nil: every one).
         let requested: Set<String>?
         let render: Renderer
+        /// Subscribers with the same group and cursor get the same bytes: rendered once.
+        let group: String
         var cursor: HistoryToken
 
         init(
-            stream: HTTPStream, cursor: HistoryToken, entities: Set<String>?, requested: Set<String>?,
+            stream: HTTPStream, cursor: HistoryToken, entities: Set<String>?, requested: Set<String>?, group: String,
             render: @escaping Renderer
         ) {
             self.stream = stream
             self.cursor = cursor
             self.entities = entities
             self.requested = requested
+            self.group = group
             self.render = render
         }
     }
@@ -129,12 +132,16 @@ final class ChangeFeed: Sendable {
     /// - Parameters:
     ///   - entities: the entities whose changes the stream gets, each with its subentities (nil:
     ///     every one).
+    ///   - variant: what else changes how `render` renders (e.g. whether objects are included):
+    ///     streams of the same variant and entities share rendered events.
     func subscribe(
-        _ stream: HTTPStream, after cursor: HistoryToken, entities: Set<String>?, render: @escaping Renderer
+        _ stream: HTTPStream, after cursor: HistoryToken, entities: Set<String>?, variant: String,
+        render: @escaping Renderer
     ) {
         let expanded = entities.map { names in Set(names.flatMap { model.entityAndSubentities(of: $0) }) }
+        let group = variant + "|" + (entities.map { $0.sorted().joined(separator: ",") } ?? "*")
         let subscriber = Subscriber(
-            stream: stream, cursor: cursor, entities: expanded, requested: entities, render: render)
+            stream: stream, cursor: cursor, entities: expanded, requested: entities, group: group, render: render)
         let added = state.withLock { state -> Bool in
             guard !state.stopped else { return false }
             state.subscribers[ObjectIdentifier(stream)] = subscriber
@@ -212,9 +219,16 @@ final class ChangeFeed: Sendable {
         }
         advanceKnown(to: head)
         for waiter in fired { waiter.fire() }
+        // The streams at the head so far get the same events: rendered once per group.
+        var shared: [String: [UInt8]] = [:]
         for subscriber in subscribers where !subscriber.stream.isClosed {
-            if subscriber.cursor.covers(before) {
-                deliver(batch, to: subscriber, through: head)
+            if subscriber.cursor == before, !batch.isEmpty {
+                let events = shared[subscriber.group] ?? events(of: batch, for: subscriber).bytes
+                shared[subscriber.group] = events
+                send(events, to: subscriber, through: head)
+            } else if subscriber.cursor.covers(before) {
+                let (events, cursor) = events(of: batch, for: subscriber)
+                send(events, to: subscriber, through: cursor.merging(head))
             } else {
                 catchUp(subscriber, to: head)
             }
@@ -231,16 +245,24 @@ final class ChangeFeed: Sendable {
         }
     }
 
-    /// Sends `subscriber` the changes of `batch` after its cursor, which then covers `head`.
-    private func deliver(_ batch: [HistoryTransaction], to subscriber: Subscriber, through head: HistoryToken) {
-        guard subscriber.stream.bufferedBytes < subscriber.stream.maxBufferedBytes / 2 else { return }
+    /// The events of the changes of `batch` after `subscriber`'s cursor, and the cursor after them.
+    private func events(of batch: [HistoryTransaction], for subscriber: Subscriber) -> (
+        bytes: [UInt8], cursor: HistoryToken
+    ) {
         var events: [UInt8] = []
         var cursor = subscriber.cursor
         for transaction in batch where cursor.precedes(transaction) {
             cursor = cursor.merging(transaction.token)
             append(transaction, to: &events, for: subscriber, token: cursor)
         }
-        if events.isEmpty || subscriber.stream.send(events) { subscriber.cursor = cursor.merging(head) }
+        return (events, cursor)
+    }
+
+    /// Sends `events` to `subscriber`, whose cursor then is `cursor`; a stream whose client has
+    /// not read half of what it holds gets nothing now and catches up later.
+    private func send(_ events: [UInt8], to subscriber: Subscriber, through cursor: HistoryToken) {
+        guard subscriber.stream.bufferedBytes < subscriber.stream.maxBufferedBytes / 2 else { return }
+        if events.isEmpty || subscriber.stream.send(events) { subscriber.cursor = cursor }
     }
 
     /// Brings `subscriber` up to `head` (or further) by reading the history after its cursor,

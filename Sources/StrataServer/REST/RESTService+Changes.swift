@@ -112,7 +112,8 @@ extension RESTService {
         let stream = HTTPStream()
         stream.send(Array("retry: 1000\n: following the history after \(start)\n\n".utf8))
         let include = query.includeObject
-        feed.subscribe(stream, after: start, entities: query.entities) { [self] change, transaction, token in
+        feed.subscribe(stream, after: start, entities: query.entities, variant: include ? "object" : "") {
+            [self] change, transaction, token in
             renderChange(change, of: transaction, token: token, object: include)
         }
         return HTTPResponse(
