@@ -73,6 +73,14 @@ import Testing
         #expect(
             country.attributeMappings.first { $0.name == "isoContinent" }?.expression
                 == .keyPath(variable: "source", path: ["continent", "numericISO3166Code"]))
+        // The fixture writer archives the same expression as Xcode did, object for object.
+        let xml = try String(contentsOf: found[2].appendingPathComponent("xcmapping.xml"), encoding: .utf8)
+        let archived = try #require(
+            xml.firstMatch(of: try Regex(#"<attribute name="valueexpressiondata" type="binary">([^<]*)</attribute>"#))?
+                .output[1].substring)
+        let xcode = try #require(Data(base64Encoded: String(archived), options: .ignoreUnknownCharacters))
+        let written = ArchivedExpression.keyPath("source", "continent.numericISO3166Code").archive
+        #expect(try BinaryPropertyList.parse(Array(written)) == BinaryPropertyList.parse(Array(xcode)))
         let policy = try MappingModel.load(contentsOf: found[3])
         #expect(
             policy.entityMapping(named: "CountryToCountry")?.policyClassName == "Migrations.Country5ToCountry6Policy")
