@@ -31,7 +31,8 @@ public struct Requirement: Sendable {
     /// Whether the run asked for it by naming its folder: then a missing requirement fails.
     public let demanded: Bool
 
-    /// Whether the run is a CI run (`CI=true` in the environment), where nothing is skipped.
+    /// Whether the run is a CI run (`CI=true` in the environment), where a missing shared
+    /// requirement fails instead of being skipped.
     public static let inCI = ProcessInfo.processInfo.environment["CI"] == "true"
 
     /// A requirement named `name`, met when `missing` is nil; `demanded` when the run named where
@@ -69,7 +70,9 @@ public struct Requirement: Sendable {
     }
 
     /// Why the tests that need it are skipped, for the skip's comment.
-    public var skipComment: String { "needs \(name): \(missing ?? "")" }
+    public var skipComment: String {
+        "needs \(name)\(kind == .pending ? " (pending addition to the shared set)" : ""): \(missing ?? "")"
+    }
 
     /// Throws what is missing when it is not there (under CI this is the test's failure).
     public func check() throws {
