@@ -82,7 +82,9 @@ public final class HTTPServer: Sendable {
             let context = HTTPServerContext(
                 handler: handler, tooLarge: tooLarge, dispatch: dispatch, deferred: deferred,
                 maxBodyBytes: max(0, configuration.maxBodyBytes), maxTargetBytes: max(1, configuration.maxTargetBytes),
-                maxHeaderBytes: max(1, configuration.maxHeaderBytes), pool: HandlerPool(maxThreads: handlerThreads),
+                maxHeaderBytes: max(1, configuration.maxHeaderBytes),
+                maxQueryParameters: configuration.maxQueryParameters > 0 ? configuration.maxQueryParameters : .max,
+                pool: HandlerPool(maxThreads: handlerThreads),
                 counters: counters, watchdog: watchdog, perAddressLimit: max(0, configuration.perIPConnectionLimit))
             let retained = Unmanaged.passRetained(context)
             let started = address.withSockaddrPointer { socketAddress in

@@ -28,6 +28,7 @@ final class HTTPServerContext: Sendable {
     let maxBodyBytes: Int
     let maxTargetBytes: Int
     let maxHeaderBytes: Int
+    let maxQueryParameters: Int
     /// Runs the handlers that do not answer inline.
     let pool: HandlerPool
     let counters: HTTPServerCounters
@@ -49,13 +50,15 @@ final class HTTPServerContext: Sendable {
         tooLarge: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
         dispatch: @escaping @Sendable (HTTPRequest) -> HTTPDispatch,
         deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)?, maxBodyBytes: Int, maxTargetBytes: Int = .max,
-        maxHeaderBytes: Int = .max, pool: HandlerPool, counters: HTTPServerCounters, watchdog: RequestWatchdog? = nil,
+        maxHeaderBytes: Int = .max, maxQueryParameters: Int = .max, pool: HandlerPool, counters: HTTPServerCounters,
+        watchdog: RequestWatchdog? = nil,
         perAddressLimit: Int = 0
     ) {
         self.watchdog = watchdog
         self.perAddressLimit = perAddressLimit
         self.maxTargetBytes = maxTargetBytes
         self.maxHeaderBytes = maxHeaderBytes
+        self.maxQueryParameters = maxQueryParameters
         self.handler = handler
         self.tooLarge = tooLarge
         self.dispatch = dispatch
@@ -86,6 +89,11 @@ final class HTTPServerContext: Sendable {
             if clock(of: connection)?.isOverLimit == true {
                 pending.exceeded = true
                 pending.request.exceededLimit = .connections
+                return respond(to: pending, on: connection)
+            }
+            if clock(of: connection)?.parametersExceeded.load(ordering: .relaxed) == true {
+                pending.exceeded = true
+                pending.request.exceededLimit = .parameters
                 return respond(to: pending, on: connection)
             }
             if target > maxTargetBytes || headerBytes > maxHeaderBytes {
@@ -169,6 +177,32 @@ final class HTTPServerContext: Sendable {
             pool.submit { [handler] in responder.respond(handler(responder.request)) }
         }
         return .YES
+    }
+
+    /// A request line arrived: its clock starts, and a query of more than `maxQueryParameters`
+    /// parameters is emptied before libmicrohttpd splits it (the bytes are libmicrohttpd's own
+    /// read buffer, where it ends each part of the request line itself), to be answered as over
+    /// the limit.
+    func received(target: UnsafePointer<CChar>?, on connection: OpaquePointer) {
+        guard let clock = clock(of: connection) else { return }
+        clock.restart()
+        var exceeded = false
+        var question: UnsafePointer<CChar>?
+        var count = 1
+        var cursor = target
+        while let current = cursor, current.pointee != 0 {
+            if question == nil {
+                if current.pointee == CChar(UInt8(ascii: "?")) { question = current }
+            } else if current.pointee == CChar(UInt8(ascii: "&")) {
+                count += 1
+            }
+            cursor = current + 1
+        }
+        if let question, count > maxQueryParameters {
+            exceeded = true
+            UnsafeMutablePointer(mutating: question + 1).pointee = 0
+        }
+        clock.parametersExceeded.store(exceeded, ordering: .relaxed)
     }
 
     /// Starts the clock of sending `response`: a slow reader is held to the request's total time,
