@@ -30,6 +30,10 @@ struct PostgreSQLBench {
         }
         defer { cluster?.stop() }
         let schema = "strata_bench_\(UUID().uuidString.prefix(8).lowercased())"
+        let history = HistoryBench(folder: folder, wrk: wrk, settings: settings)
+        guard settings.postgreSQL else {
+            return try history.runPostgreSQL(uri: uri, schema: schema + "_history", into: &table)
+        }
         let raw = try RawPostgreSQL(uri: uri, schema: schema)
         defer { raw.dropSchema() }
         var single = try raw.autocommitInserts(connections: 1, seconds: 2)
@@ -105,6 +109,7 @@ struct PostgreSQLBench {
             if !result.errors.isEmpty { table.notes.append("\(scenario.name): \(result.errors)") }
             table.rows.append(row)
         }
+        if settings.history { try history.runPostgreSQL(uri: uri, schema: schema + "_history", into: &table) }
     }
 }
 
