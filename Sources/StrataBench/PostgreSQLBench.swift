@@ -30,10 +30,12 @@ struct PostgreSQLBench {
         }
         defer { cluster?.stop() }
         let schema = "strata_bench_\(UUID().uuidString.prefix(8).lowercased())"
-        let history = HistoryBench(folder: folder, wrk: wrk, settings: settings)
-        guard settings.postgreSQL else {
-            return try history.runPostgreSQL(uri: uri, schema: schema + "_history", into: &table)
+        if settings.history {
+            // First: the list and feed scenarios below leave requests running after wrk stops.
+            try HistoryBench(folder: folder, wrk: wrk, settings: settings).runPostgreSQL(
+                uri: uri, schema: schema + "_history", into: &table)
         }
+        guard settings.postgreSQL else { return }
         let raw = try RawPostgreSQL(uri: uri, schema: schema)
         defer { raw.dropSchema() }
         var single = try raw.autocommitInserts(connections: 1, seconds: 2)
@@ -109,7 +111,6 @@ struct PostgreSQLBench {
             if !result.errors.isEmpty { table.notes.append("\(scenario.name): \(result.errors)") }
             table.rows.append(row)
         }
-        if settings.history { try history.runPostgreSQL(uri: uri, schema: schema + "_history", into: &table) }
     }
 }
 
