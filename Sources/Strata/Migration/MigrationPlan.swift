@@ -20,10 +20,14 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
         case renameAttribute
         /// A required attribute that became optional.
         case makeOptional
-        /// An optional attribute that became required; objects without a value take the default.
+        /// An optional attribute that became required; objects without a value take the default, or,
+        /// with no default, the migration is refused when an object has no value.
         case makeRequired
         /// An integer type widened (16 → 32 → 64 bits) or `float` → `double`: values are kept as they are.
         case widenType
+        /// A numeric type changed to another (integers of any width, `double`, `float`, `decimal`):
+        /// values are converted, and the migration is refused when one does not fit the new type.
+        case convertType
         /// A new relationship, empty for existing objects.
         case addRelationship
         /// A relationship the new model no longer has.
@@ -35,6 +39,9 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
         /// A to-one relationship that became to-many, whose links the join table it shares with
         /// its inverse (an ordered to-many) already holds: they are kept.
         case makeToMany
+        /// A to-many relationship that became to-one: each object's single member becomes its
+        /// destination (none: nil); the migration is refused when an object has more than one.
+        case makeToOne
         /// A new index.
         case addIndex
         /// An index the new model no longer has.
@@ -144,6 +151,35 @@ public struct MigrationStep: Sendable {
     public internal(set) var mappingModel: MappingModel? = nil
     /// The registered policies of the mapping model's policy classes, by class name.
     var policies: [String: any EntityMigrationPolicy] = [:]
+    /// What the store's data must satisfy for the step to run, checked before it writes anything.
+    var checks: [MigrationCheck] = []
+}
+
+/// A condition on a store's data that a step needs and its models alone cannot tell: checked in
+/// the migration's transaction before the step writes anything; when it fails, the migration is
+/// refused with a ``MigrationCheck/Failure`` and the store is left as it was.
+enum MigrationCheck: Sendable, Hashable {
+    /// Every object of `entity` (`oldEntity` in the store) has a value in old column `column`,
+    /// for an attribute that becomes required with no default.
+    case hasValue(entity: String, oldEntity: String, attribute: String, column: String)
+    /// Every value of old column `column` of `oldEntity`'s objects fits type `to`.
+    case fits(
+        entity: String, oldEntity: String, attribute: String, column: String, from: AttributeType, to: AttributeType)
+    /// Every object of `entity` has at most one member in old to-many `oldRelationship` of
+    /// `oldEntity`, which becomes to-one `relationship`; the pairs are kept in temporary table
+    /// ``membersTable(entity:relationship:)`` for the copy.
+    case atMostOneMember(entity: String, relationship: String, oldEntity: String, oldRelationship: String)
+
+    /// The temporary table holding the (owner, member) pairs of a to-many becoming to-one.
+    static func membersTable(entity: String, relationship: String) -> String {
+        "_strata_members_\(entity)_\(relationship)"
+    }
+
+    /// A failed check: what the data holds that the new model cannot.
+    struct Failure: Error, Sendable, Hashable {
+        /// A sentence naming the entity, the property, how many objects and an example.
+        var message: String
+    }
 }
 
 /// How a store gets from the model it was written with to the model it is opened with.
@@ -197,6 +233,12 @@ struct MigrationMapping: Sendable {
         case old(String)
         /// The old column, with NULL replaced by a value.
         case coalesce(String, AttributeValue)
+        /// The old column's values converted from one type to another, NULL replaced by the value
+        /// when there is one.
+        case converted(String, from: AttributeType, to: AttributeType, default: AttributeValue?)
+        /// The single member of the old to-many relationship, looked up in a temporary table of
+        /// (owner, member) pairs.
+        case member(table: String)
         /// A constant (a default).
         case value(AttributeValue)
         /// Nothing.
