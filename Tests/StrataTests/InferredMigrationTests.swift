@@ -25,7 +25,7 @@ import Testing
               {"name": "Book", "attributes": [{"name": "title", "type": "string"}], "relationships": [\(book)]},
               {"name": "Tag", "attributes": [{"name": "label", "type": "string"}], "relationships": [\(tag)]},
               {"name": "Item", "attributes": [\(item)]}
-            ]}
+            ], "configurations": [{"name": "Books", "entities": ["Author", "Book", "Tag"]}, {"name": "Items", "entities": ["Item"]}]}
             """
         return try ObjectModel.load(json: Array(json.utf8))
     }
@@ -358,5 +358,108 @@ import Testing
             [
                 "Item.count: type changes from integer64 to string, which a lightweight migration does not convert; a mapping model is needed"
             ])
+    }
+
+    // MARK: One transaction per store
+
+    /// Version 2 of both configurations: the relationships become to-one, the numbers change type.
+    static var both: ObjectModel {
+        get throws {
+            let v2 = try toOne
+            let json = v2.canonicalJSON.replacingOccurrences(
+                of: #"{"name":"count","type":"integer64"}"#, with: #"{"name":"count","type":"integer16"}"#)
+            return try ObjectModel.load(json: Array(json.utf8))
+        }
+    }
+
+    static func descriptions(_ folder: TemporaryDirectory, migrate: Bool) -> [StoreDescription] {
+        ["Books", "Items"].map { (name: String) in
+            StoreDescription(
+                type: .sqlite, configuration: name, url: folder.file("\(name).sqlite"),
+                options: StoreOptions(migrate: migrate))
+        }
+    }
+
+    /// Creates the two stores of version 1 with the seeded objects.
+    static func seedBoth(_ folder: TemporaryDirectory) throws {
+        let coordinator = StoreCoordinator(model: try v1)
+        try coordinator.addStores(descriptions(folder, migrate: false))
+        let context = ObjectContext(coordinator: coordinator)
+        let authors = try (0..<2).map { try context.insert("Author", values: ["name": .string("A\($0)")]) }
+        let tag = try context.insert("Tag", values: ["label": .string("T")])
+        for (index, author) in authors.enumerated() {
+            let book = try context.insert("Book", values: ["title": .string("B\(index)")])
+            try book.setObject(author, forKey: "author")
+            try book.setObjects(index == 0 ? [tag] : [], forKey: "tags")
+        }
+        try context.insert("Item", values: ["count": .integer(70000)])
+        try context.save()
+        for store in coordinator.stores { coordinator.remove(store) }
+    }
+
+    @Test func aRefusalInOneStoreLeavesEveryStoreOfTheCoordinatorAlone() throws {
+        let folder = TemporaryDirectory()
+        try Self.seedBoth(folder)
+        let before = try ["Books", "Items"].map { try dumpSQLite(folder.file("\($0).sqlite")) }
+        let coordinator = StoreCoordinator(model: try Self.both)
+        do {
+            try coordinator.addStores(Self.descriptions(folder, migrate: true))
+            Issue.record("migrated")
+        } catch {
+            #expect(
+                error.message.contains("Item.count: type changes from integer64 to integer16, and 1 value does not fit")
+            )
+        }
+        #expect(try ["Books", "Items"].map { try dumpSQLite(folder.file("\($0).sqlite")) } == before)
+    }
+
+    @Test func aMigrationStoppedBetweenTheStoresIsFinishedOnTheNextOpen() throws {
+        let folder = TemporaryDirectory()
+        try Self.seedBoth(folder)
+        let fitting = try Self.both.canonicalJSON.replacingOccurrences(
+            of: #"{"name":"count","type":"integer16"}"#, with: #"{"name":"count","type":"integer64"}"#
+        ).replacingOccurrences(of: #""ratio","type":"double""#, with: #""ratio","type":"float""#)
+        let v2 = try ObjectModel.load(json: Array(fitting.utf8))
+        do {
+            let coordinator = StoreCoordinator(model: v2)
+            coordinator.crashPoints.stop.withLock { $0 = { $0 == .betweenMigrationCommits } }
+            #expect(throws: StoreError.self) { try coordinator.addStores(Self.descriptions(folder, migrate: true)) }
+            for store in coordinator.stores { coordinator.remove(store) }
+        }
+        let versions = try Self.descriptions(folder, migrate: false).map {
+            try #require(try SQLiteStoreKind().storedState(of: $0)).metadata.modelVersion
+        }
+        #expect(versions.sorted { ($0 ?? "") < ($1 ?? "") } == ["1", "2"], "one store migrated, one not")
+        let coordinator = StoreCoordinator(model: v2)
+        try coordinator.addStores(Self.descriptions(folder, migrate: false))
+        defer { for store in coordinator.stores { coordinator.remove(store) } }
+        let authors = try coordinator.fetch(FetchRequest(entityName: "Author"))
+        let books = try coordinator.fetch(FetchRequest(entityName: "Book"))
+        #expect(Set(authors.compactMap { $0.toOne["book"] ?? nil }) == Set(books.map(\.id)))
+        #expect(books.compactMap { $0.toOne["tag"] ?? nil }.count == 1)
+        #expect(try coordinator.fetch(FetchRequest(entityName: "Item")).first?[attribute: "count"] == .integer(70000))
+    }
+
+    @Test func eachStepOfAHistoryIsCheckedAgainstTheDataItStartsFrom() throws {
+        let folder = TemporaryDirectory()
+        let (url, seeded) = try Self.seeded(.sqlite, folder)
+        let middle = try Self.numbers(Self.items.replacingOccurrences(of: #""integer64""#, with: #""integer32""#))
+        let last = try ObjectModel.load(
+            json: Array(
+                try Self.toOne.canonicalJSON.replacingOccurrences(of: #""version":"2""#, with: #""version":"3""#)
+                    .replacingOccurrences(of: #""type":"integer64""#, with: #""type":"integer32""#).utf8))
+        let plan = try StoreType.sqlite.kind.inspect(url, model: last, history: [try Self.v1, middle]).plan
+        #expect(
+            plan?.steps.map { $0.changes.map(\.kind) } == [
+                [.convertType], [.renameRelationship, .makeToOne, .renameRelationship, .makeToOne],
+            ])
+        let store = try SQLiteStore(
+            model: last, configuration: nil, url: url,
+            options: StoreOptions(migrate: true, modelHistory: [try Self.v1, middle]))
+        defer { store.close() }
+        #expect(store.metadata.modelVersion == "3")
+        let authors = try rows(store, "Author")
+        #expect(authors[seeded.authors[1].primaryKey!]?.toOne["book"]??.primaryKey == seeded.books[1].primaryKey)
+        #expect(try rows(store, "Item")[seeded.items[1].primaryKey!]?[attribute: "count"] == .integer(300))
     }
 }
