@@ -462,4 +462,51 @@ import Testing
         #expect(authors[seeded.authors[1].primaryKey!]?.toOne["book"]??.primaryKey == seeded.books[1].primaryKey)
         #expect(try rows(store, "Item")[seeded.items[1].primaryKey!]?[attribute: "count"] == .integer(300))
     }
+
+    @Test(arguments: stores)
+    func anOrderedToManyAndBothSidesOfAManyToManyBecomeToOne(_ kind: StoreUnderTest) throws {
+        let folder = TemporaryDirectory()
+        let url = kind == .sqlite ? folder.file("library.sqlite") : try folder.postgreSQLURL(name: "library")
+        let ordered = try Self.model(
+            "1",
+            author: #"{"name": "books", "destination": "Book", "toMany": true, "ordered": true, "inverse": "author"}"#,
+            book: #"""
+                {"name": "author", "destination": "Author", "inverse": "books"},
+                {"name": "tags", "destination": "Tag", "toMany": true, "inverse": "books"}
+                """#,
+            tag: #"{"name": "books", "destination": "Book", "toMany": true, "inverse": "tags"}"#,
+            item: Self.items)
+        let seeded: Seeded
+        do {
+            let store = try Self.open(kind, url, ordered, migrate: false)
+            defer { store.close() }
+            seeded = try Self.seed(store)
+            // An ordered to-many keeps its members in its join table: set from its side.
+            try store.save(
+                StoreChanges(
+                    updates: (0..<2).map {
+                        StoreUpdate(id: seeded.authors[$0], expectedVersion: nil, toMany: ["books": [seeded.books[$0]]])
+                    }))
+        }
+        let oneToOne = try Self.model(
+            "2",
+            author: #"{"name": "book", "renamedFrom": "books", "destination": "Book", "inverse": "author"}"#,
+            book: #"""
+                {"name": "author", "destination": "Author", "inverse": "book"},
+                {"name": "tag", "renamedFrom": "tags", "destination": "Tag", "inverse": "book"}
+                """#,
+            tag: #"{"name": "book", "renamedFrom": "books", "destination": "Book", "inverse": "tag"}"#,
+            item: Self.items)
+        let store = try Self.open(kind, url, oneToOne, migrate: true)
+        defer { store.close() }
+        let pk = { (id: ObjectID?) in id?.primaryKey }
+        let authors = try rows(store, "Author")
+        #expect(
+            seeded.authors.map { pk(authors[$0.primaryKey!]?.toOne["book"] ?? nil) } == seeded.books.prefix(2).map(pk)
+                + [nil])
+        let books = try rows(store, "Book")
+        #expect(seeded.books.map { pk(books[$0.primaryKey!]?.toOne["tag"] ?? nil) } == seeded.tags.map(pk) + [nil])
+        let tags = try rows(store, "Tag")
+        #expect(seeded.tags.map { pk(tags[$0.primaryKey!]?.toOne["book"] ?? nil) } == seeded.books.prefix(2).map(pk))
+    }
 }

@@ -81,13 +81,15 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
 public struct MigrationRefusal: Sendable, Hashable, CustomStringConvertible {
     /// Why the change cannot be migrated.
     public enum Kind: String, Sendable, Hashable {
-        /// An attribute's type changed with no lossless mapping.
+        /// An attribute's type changed to one that Core Data's inferred mappings do not convert
+        /// (anything but numeric to numeric): a mapping model is needed.
         case typeChange
-        /// A required attribute was added, or an optional one made required, with no default value.
+        /// A required attribute was added with no default value.
         case requiredWithoutDefault
         /// A to-one relationship was added as required, or made required.
         case requiredRelationship
-        /// A relationship changed its destination, to-one/to-many, ordering, or how it is stored.
+        /// A relationship changed its destination, from to-one to to-many (outside the join table
+        /// its inverse kept), its ordering, or how it is stored.
         case relationshipShape
         /// An entity changed its parent entity.
         case parentChange
