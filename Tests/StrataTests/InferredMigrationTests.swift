@@ -304,14 +304,31 @@ import Testing
             plan?.changes.filter { $0.kind == .convertType }.map(\.description).sorted().first
                 == "Item.count: type changes from integer64 to integer16; values are converted, and the migration is refused if one does not fit"
         )
-        let store = try Self.open(kind, url, converted, migrate: true)
-        defer { store.close() }
-        let items = try rows(store, "Item")
+        var store = try Self.open(kind, url, converted, migrate: true)
+        var items = try rows(store, "Item")
         let values = { (name: String) in seeded.items.map { items[$0.primaryKey!]?[attribute: name] } }
         #expect(values("count") == [.integer(5), .integer(300)])
         #expect(values("ratio") == [.integer(2), .integer(-7)])
         #expect(values("price") == [.double(12.5), .double(3)])
         #expect(values("level") == [.decimal(4), .decimal(Decimal(string: "0.5")!)])
+        store.close()
+        // And on: to float, to double, to decimal from a double, to double from a decimal.
+        let again = try ObjectModel.load(
+            json: Array(
+                try Self.numbers(
+                    """
+                    {"name": "count", "type": "float"}, {"name": "ratio", "type": "double"},
+                    {"name": "price", "type": "decimal"}, {"name": "level", "type": "double"}
+                    """
+                ).canonicalJSON.replacingOccurrences(of: #""version":"2""#, with: #""version":"3""#).utf8))
+        store = try Self.open(kind, url, again, migrate: true)
+        defer { store.close() }
+        #expect(store.metadata.modelVersion == "3")
+        items = try rows(store, "Item")
+        #expect(values("count") == [.double(5), .double(300)])
+        #expect(values("ratio") == [.double(2), .double(-7)])
+        #expect(values("price") == [.decimal(Decimal(string: "12.5")!), .decimal(3)])
+        #expect(values("level") == [.double(4), .double(0.5)])
     }
 
     @Test(arguments: stores)
