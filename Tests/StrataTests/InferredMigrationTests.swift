@@ -267,6 +267,19 @@ import Testing
             Self.items.replacingOccurrences(
                 of: #"{"name": "level", "type": "integer16"}"#,
                 with: #"{"name": "level", "type": "integer16", "optional": false}"#))
+        let inspect = { () throws -> MigrationPlan? in
+            try (kind == .sqlite ? StoreType.sqlite : StoreType.postgresql).kind.inspect(
+                url, model: required, history: []
+            ).plan
+        }
+        // A dry run reads the data too.
+        let dryRun = try inspect()
+        #expect(dryRun?.isPossible == false)
+        #expect(
+            dryRun?.refusals.map(\.description) == [
+                "Item.level: becomes required with no default value, and 1 object of Item has none (e.g. Item \(seeded.items[1].primaryKey!)); give it a default value in the model"
+            ])
+        #expect(dryRun?.summary.contains("cannot migrate (dataDoesNotFit) Item.level: becomes required") == true)
         try Self.expectRefusal(
             kind, url, required,
             [
@@ -280,6 +293,7 @@ import Testing
                 StoreChanges(updates: [StoreUpdate(id: item, expectedVersion: nil, attributes: ["level": .integer(9)])])
             )
         }
+        #expect(try inspect()?.isPossible == true)
         let store = try Self.open(kind, url, required, migrate: true)
         defer { store.close() }
         #expect(store.metadata.modelVersion == "2")

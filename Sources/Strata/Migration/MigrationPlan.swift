@@ -106,6 +106,10 @@ public struct MigrationRefusal: Sendable, Hashable, CustomStringConvertible {
         /// A mapping model (``MappingModel``) names a custom migration policy or an expression
         /// that Strata does not evaluate.
         case mappingModel
+        /// The store's data does not fit the new model: an object with no value for an attribute
+        /// that becomes required with no default, a value out of an attribute's new type, or more
+        /// than one member in a to-many that becomes to-one.
+        case dataDoesNotFit
     }
 
     /// Why the change cannot be migrated.
@@ -217,11 +221,24 @@ public struct MigrationPlan: Sendable {
         return lines.joined(separator: "\n")
     }
 
+    /// The plan with what the store's data holds that its first step's new model cannot, found
+    /// by `refusals` (which reads the data as it is), among that step's refusals. Later steps
+    /// start from data the earlier ones convert: they are checked when they run.
+    func checkingData(_ refusals: (MigrationStep) -> [MigrationRefusal]) -> MigrationPlan {
+        guard let first = steps.first, first.mappingModel == nil, !first.checks.isEmpty else { return self }
+        var plan = self
+        plan.steps[0].refusals += refusals(first)
+        return plan
+    }
+
     /// One line naming every refused change, for errors.
     var refusalMessage: String {
         let mapped = refusals.contains { $0.kind == .mappingModel }
+        let data = refusals.allSatisfy { $0.kind == .dataDoesNotFit }
         return "the store cannot be migrated to the model; "
-            + (mapped ? "the migration cannot run: " : "lightweight migration cannot infer: ")
+            + (mapped
+                ? "the migration cannot run: "
+                : data ? "its data does not fit the new model: " : "lightweight migration cannot infer: ")
             + refusals.map(\.description).joined(separator: "; ")
     }
 }

@@ -8,14 +8,11 @@ extension SQLMigrationSteps {
     /// the step's copy reads.
     /// - Returns: what the data holds that the new model cannot, or nil when the step can run.
     func check(_ step: MigrationStep, oldSchema: SQLiteSchema) throws(Connection.Failure) -> MigrationCheck.Failure? {
-        var messages: [String] = []
-        for check in step.checks {
-            if let message = try failure(of: check, step: step, oldSchema: oldSchema) { messages.append(message) }
-        }
-        guard messages.isEmpty else {
+        let refusals = try refusals(of: step, oldSchema: oldSchema)
+        guard refusals.isEmpty else {
             return MigrationCheck.Failure(
                 message: "the store cannot be migrated to the model; its data does not fit the new model: "
-                    + messages.joined(separator: "; "))
+                    + refusals.map(\.description).joined(separator: "; "))
         }
         for check in step.checks {
             guard case .atMostOneMember(let entity, let relationship, let oldEntity, let oldRelationship) = check,
@@ -39,17 +36,29 @@ extension SQLMigrationSteps {
         }
     }
 
-    /// What fails `check`, in words, or nil when it holds.
-    private func failure(
+    /// What the data of `step`'s old tables, named as `oldSchema` names them, holds that the
+    /// step's new model cannot: one refusal per failed check. Only reads.
+    func refusals(of step: MigrationStep, oldSchema: SQLiteSchema) throws(Connection.Failure) -> [MigrationRefusal] {
+        var refusals: [MigrationRefusal] = []
+        for check in step.checks {
+            if let refusal = try refusal(of: check, step: step, oldSchema: oldSchema) { refusals.append(refusal) }
+        }
+        return refusals
+    }
+
+    /// What fails `check`, or nil when it holds.
+    private func refusal(
         of check: MigrationCheck, step: MigrationStep, oldSchema: SQLiteSchema
-    ) throws(Connection.Failure) -> String? {
+    ) throws(Connection.Failure) -> MigrationRefusal? {
         switch check {
         case .hasValue(let entity, let oldEntity, let attribute, let column):
             guard let table = oldSchema.table(for: oldEntity) else { return nil }
             guard let (count, example) = try offenders(table.name, oldEntity, "\(dialect.quote(column)) IS NULL")
             else { return nil }
-            return
-                "\(entity).\(attribute): becomes required with no default value, and \(objects(count)) of \(entity) \(count == 1 ? "has" : "have") none (e.g. \(entity) \(example)); give it a default value in the model"
+            return MigrationRefusal(
+                .dataDoesNotFit, entity: entity, property: attribute,
+                "becomes required with no default value, and \(objects(count)) of \(entity) \(count == 1 ? "has" : "have") none (e.g. \(entity) \(example)); give it a default value in the model"
+            )
         case .fits(let entity, let oldEntity, let attribute, let column, let from, let to):
             guard let table = oldSchema.table(for: oldEntity) else { return nil }
             let quoted = dialect.quote(column)
@@ -63,8 +72,10 @@ extension SQLMigrationSteps {
                     "SELECT \(quoted) FROM \(dialect.table(table.name)) WHERE \"_pk\" = \(arguments.add(Dialect.integer(example)))",
                     arguments.values
                 ).first?.first ?? nil
-            return
-                "\(entity).\(attribute): type changes from \(from.rawValue) to \(to.rawValue), and \(count) \(count == 1 ? "value does" : "values do") not fit \(to.rawValue) (e.g. \(value ?? "?") of \(entity) \(example))"
+            return MigrationRefusal(
+                .dataDoesNotFit, entity: entity, property: attribute,
+                "type changes from \(from.rawValue) to \(to.rawValue), and \(count) \(count == 1 ? "value does" : "values do") not fit \(to.rawValue) (e.g. \(value ?? "?") of \(entity) \(example))"
+            )
         case .atMostOneMember(let entity, let relationship, let oldEntity, let oldRelationship):
             guard let pairs = pairs(of: oldRelationship, in: oldEntity, step: step, oldSchema: oldSchema) else {
                 return nil
@@ -76,8 +87,10 @@ extension SQLMigrationSteps {
             guard let count = (row?[0]).flatMap({ Int($0) }), count > 0, let example = row?[1] ?? nil else {
                 return nil
             }
-            return
-                "\(entity).\(relationship): becomes to-one, and \(objects(count)) of \(entity) \(count == 1 ? "has" : "have") more than one member (e.g. \(entity) \(example)); a to-one holds one"
+            return MigrationRefusal(
+                .dataDoesNotFit, entity: entity, property: relationship,
+                "becomes to-one, and \(objects(count)) of \(entity) \(count == 1 ? "has" : "have") more than one member (e.g. \(entity) \(example)); a to-one holds one"
+            )
         }
     }
 
