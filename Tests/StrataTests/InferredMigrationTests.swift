@@ -540,4 +540,26 @@ import Testing
         let tags = try rows(store, "Tag")
         #expect(seeded.tags.map { pk(tags[$0.primaryKey!]?.toOne["book"] ?? nil) } == seeded.books.prefix(2).map(pk))
     }
+
+    @Test(arguments: stores)
+    func aDoubleBeyondAFloatRefusesTheMigration(_ kind: StoreUnderTest) throws {
+        let folder = TemporaryDirectory()
+        let (url, seeded) = try Self.seeded(kind, folder)
+        do {
+            let store = try Self.open(kind, url, try Self.v1, migrate: false)
+            defer { store.close() }
+            let item = ObjectID(store: store.identifier, entity: "Item", primaryKey: seeded.items[0].primaryKey!)
+            try store.save(
+                StoreChanges(updates: [
+                    StoreUpdate(id: item, expectedVersion: nil, attributes: ["ratio": .double(1e300)])
+                ]))
+        }
+        let float = try Self.numbers(Self.items.replacingOccurrences(of: #""double""#, with: #""float""#))
+        try Self.expectRefusal(
+            kind, url, float,
+            [
+                "Item.ratio: type changes from double to float, and 1 value does not fit float (e.g. 1",
+                "e+300 of Item \(seeded.items[0].primaryKey!))",
+            ])
+    }
 }
