@@ -1,0 +1,192 @@
+import Foundation
+import StrataTestSupport
+import Testing
+
+@testable import Strata
+
+/// Stores that Apple's Core Data wrote (the shared material, see ``CoreDataMaterial``), imported,
+/// exported back into Core Data's format with ``CoreDataExporter``, and compared: with the
+/// original file (tables, columns and their types, `Z_PRIMARYKEY`, the metadata's hashes and
+/// digest) and, imported again, object by object with the first import.
+@Suite struct CoreDataExportTests {
+    struct Case: CustomTestStringConvertible, Sendable {
+        var store: String
+        var model: String
+        /// The version that wrote the store (the export is for it).
+        var version: String
+        var testDescription: String { store }
+    }
+
+    static let cases: [Case] = [
+        Case(
+            store: "bnr-coredatastack-testmodel/TestModel.sqlite",
+            model: "bnr-coredatastack-testmodel/Sample.xcdatamodeld", version: "TestModel"),
+        Case(store: "cadets-ets/Sample.sqlite", model: "cadets-ets/Model.xcdatamodeld", version: "Model 20"),
+        // Inheritance and a many-to-many join table.
+        Case(
+            store: "coredataplus-samplemodel-2018/SampleModelV2.sqlite",
+            model: "coredataplus-samplemodel-2018/SampleModel.xcdatamodeld/SampleModel3.xcdatamodel",
+            version: "SampleModel3"),
+        Case(
+            store: "coredataplus-samplemodel3/SampleModel3_V1.sqlite",
+            model: "coredataplus-samplemodel3/SampleModel3.xcdatamodeld", version: "SampleModel3"),
+        // Ordered to-many relationships kept by the inverse's column (Z_FOK_).
+        Case(
+            store: "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V5.sqlite",
+            model: "ddg-bsk-bookmarks-KNOWN-A/BookmarksModel.xcdatamodeld", version: "BookmarksModel 5"),
+        // Uniqueness constraints and fetch indexes.
+        Case(
+            store: "ddg-bsk-syncmetadata-KNOWN-B/SyncMetadata_V3.sqlite",
+            model: "ddg-bsk-syncmetadata-KNOWN-B/SyncMetadata.xcdatamodeld", version: "SyncMetadata 3"),
+        Case(store: "hap-ios/HAP.sqlite", model: "hap-ios/HAP.xcdatamodeld", version: "HAP"),
+        Case(
+            store: "mwkcoredata/MWKCoreDataTests.sqlite", model: "mwkcoredata/MWKCoreDataTests.xcdatamodeld",
+            version: "MWKCoreDataTests"),
+        Case(
+            store: "xcservercoredata/head/XCServerCoreData_2.0.1.sqlite",
+            model: "xcservercoredata/XCServerCoreData.xcdatamodeld", version: "XCServerCoreData2.0.1"),
+    ]
+
+    /// The schema and metadata of a Core Data store, as the comparison sees them.
+    struct Shape: Equatable {
+        /// Table → column → declared type, for Core Data's tables (`Z...`, not `Z_MODELCACHE`).
+        var tables: [String: [String: String]]
+        /// `Z_ENT|Z_NAME|Z_SUPER` rows.
+        var entities: [String]
+        var hashes: [String: PropertyListValue]
+        var digest: PropertyListValue?
+        var identifiers: PropertyListValue?
+
+        init(_ url: URL) throws {
+            let db = try SQLiteConnection(path: url.path, mode: .readOnly)
+            tables = [:]
+            let names = try db.query("SELECT name FROM sqlite_master WHERE type = 'table'") { $0.text(0) }
+            for table in names where table.hasPrefix("Z") && table != "Z_MODELCACHE" {
+                let columns = try db.query("SELECT name, type FROM pragma_table_info(?)", [.text(table)]) {
+                    ($0.text(0), $0.text(1))
+                }
+                tables[table] = Dictionary(uniqueKeysWithValues: columns)
+            }
+            entities = try db.query("SELECT Z_ENT, Z_NAME, Z_SUPER FROM Z_PRIMARYKEY ORDER BY Z_ENT") {
+                "\($0.int64(0))|\($0.text(1))|\($0.int64(2))"
+            }
+            let plist = try #require(try db.query("SELECT Z_PLIST FROM Z_METADATA") { $0.blob(0) }.first)
+            let metadata = try #require(try BinaryPropertyList.parse(Array(plist)).dictionary)
+            hashes = metadata["NSStoreModelVersionHashes"]?.dictionary ?? [:]
+            digest = metadata["NSStoreModelVersionHashesDigest"]
+            identifiers = metadata["NSStoreModelVersionIdentifiers"]
+        }
+
+        /// What differs from `other`, one line each.
+        func differences(from other: Shape) -> [String] {
+            var lines: [String] = []
+            for table in Set(tables.keys).union(other.tables.keys).sorted() {
+                guard let mine = tables[table], let theirs = other.tables[table] else {
+                    lines.append("table \(table) only in the \(tables[table] == nil ? "original" : "export")")
+                    continue
+                }
+                if mine != theirs {
+                    lines.append(
+                        "\(table): export \(mine.sorted { $0.key < $1.key }) original \(theirs.sorted { $0.key < $1.key })"
+                    )
+                }
+            }
+            if entities != other.entities {
+                lines.append("Z_PRIMARYKEY: export \(entities) original \(other.entities)")
+            }
+            if hashes != other.hashes { lines.append("NSStoreModelVersionHashes differ") }
+            // Stores of Core Data before framework version 1145 or so carry no digest.
+            if other.digest != nil, digest != other.digest { lines.append("NSStoreModelVersionHashesDigest differs") }
+            if identifiers != other.identifiers {
+                lines.append(
+                    "NSStoreModelVersionIdentifiers: export \(String(describing: identifiers)) original \(String(describing: other.identifiers))"
+                )
+            }
+            return lines
+        }
+    }
+
+    @Test(
+        .enabled(if: CoreDataMaterial.requirement.runs, "\(CoreDataMaterial.requirement.skipComment)"),
+        arguments: cases)
+    func aRealStoreExportsAsCoreDataWroteIt(_ test: Case) throws {
+        try CoreDataMaterial.requirement.check()
+        let source = CoreDataMaterial.stores.appendingPathComponent(test.store)
+        let modelURL = CoreDataMaterial.stores.appendingPathComponent(test.model)
+        let versions =
+            modelURL.pathExtension == "xcdatamodeld"
+            ? try ObjectModel.loadCoreDataModelVersions(at: modelURL) : [try ObjectModel.load(contentsOf: modelURL)]
+        let model = try #require(versions.first { $0.name == test.version })
+        let folder = TemporaryDirectory()
+        let imported = folder.file("imported.sqlite")
+        _ = try CoreDataImporter.importStore(
+            at: source, model: model, versions: [model], targets: ["Default": imported],
+            options: CoreDataImportOptions(durability: .normal))
+        let first = try PersistentContainer(
+            model: model, stores: [StoreDescription(type: .sqlite, configuration: nil, url: imported)])
+        let exported = folder.file("exported.sqlite")
+        let report = try CoreDataExporter.export(model: model, coordinator: first.coordinator, to: exported)
+        #expect(!FileManager.default.fileExists(atPath: exported.path + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: exported.path + "-journal"))
+
+        // A copy of the original with its write-ahead log, read as it is.
+        let copy = folder.file("original.sqlite")
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: source.path + suffix) {
+            try FileManager.default.copyItem(atPath: source.path + suffix, toPath: copy.path + suffix)
+        }
+        let differences = try Shape(exported).differences(from: Shape(copy))
+        #expect(differences == [], "\(test.store)")
+        print(
+            "export of \(test.store): \(report.objects.values.reduce(0, +)) objects, \(report.joinRows) join rows; differences from the original: \(differences.isEmpty ? "none" : differences.joined(separator: "; "))"
+        )
+
+        // Imported again, the objects are those of the first import.
+        let again = folder.file("again.sqlite")
+        _ = try CoreDataImporter.importStore(
+            at: exported, model: model, versions: [model], targets: ["Default": again],
+            options: CoreDataImportOptions(durability: .normal))
+        let second = try PersistentContainer(
+            model: model, stores: [StoreDescription(type: .sqlite, configuration: nil, url: again)])
+        try Self.expectSameObjects(model, first.coordinator, second.coordinator, test.store)
+    }
+
+    /// Every object of `lhs` is in `rhs` with the same primary key, version, values and links.
+    static func expectSameObjects(
+        _ model: ObjectModel, _ lhs: StoreCoordinator, _ rhs: StoreCoordinator, _ label: String
+    ) throws {
+        for entity in model.entityNames where model.entity(named: entity)?.isAbstract != true {
+            let request = FetchRequest(entityName: entity, includesSubentities: false)
+            let mine = try lhs.fetch(request)
+            let theirs = Dictionary(uniqueKeysWithValues: try rhs.fetch(request).map { ($0.id.primaryKey!, $0) })
+            #expect(mine.count == theirs.count, "\(label): \(entity) count")
+            for row in mine {
+                guard let other = theirs[row.id.primaryKey!] else {
+                    Issue.record("\(label): \(entity) \(row.id.primaryKey!) is missing")
+                    continue
+                }
+                let place = "\(label): \(entity) \(row.id.primaryKey!)"
+                #expect(row.version == other.version, "\(place) version")
+                for attribute in model.attributes(of: entity) {
+                    #expect(
+                        row.attributes[attribute.name] ?? .null == other.attributes[attribute.name] ?? .null,
+                        "\(place).\(attribute.name)")
+                }
+                for relationship in model.relationships(of: entity) where !relationship.isToMany {
+                    #expect(
+                        (row.toOne[relationship.name] ?? nil).map { "\($0.entityName)/\($0.primaryKey!)" }
+                            == (other.toOne[relationship.name] ?? nil).map { "\($0.entityName)/\($0.primaryKey!)" },
+                        "\(place).\(relationship.name)")
+                }
+                for relationship in model.relationships(of: entity) where relationship.isToMany {
+                    let a = try lhs.relatedIDs(of: row.id, relationship: relationship.name).map {
+                        "\($0.entityName)/\($0.primaryKey!)"
+                    }
+                    let b = try rhs.relatedIDs(of: other.id, relationship: relationship.name).map {
+                        "\($0.entityName)/\($0.primaryKey!)"
+                    }
+                    #expect(relationship.isOrdered ? a == b : a.sorted() == b.sorted(), "\(place).\(relationship.name)")
+                }
+            }
+        }
+    }
+}
