@@ -14,6 +14,8 @@ import Testing
         var model: String
         /// The version that wrote the store (the export is for it).
         var version: String
+        /// Why the original's indexes are not those Core Data writes today, when they are not.
+        var olderIndexes: String? = nil
         var testDescription: String { store }
     }
 
@@ -21,7 +23,10 @@ import Testing
         Case(
             store: "bnr-coredatastack-testmodel/TestModel.sqlite",
             model: "bnr-coredatastack-testmodel/Sample.xcdatamodeld", version: "TestModel"),
-        Case(store: "cadets-ets/Sample.sqlite", model: "cadets-ets/Model.xcdatamodeld", version: "Model 20"),
+        Case(
+            store: "cadets-ets/Sample.sqlite", model: "cadets-ets/Model.xcdatamodeld", version: "Model 20",
+            olderIndexes: "written by Core Data framework 851, which indexed attributes as <TABLE>_<COLUMN>_INDEX "
+                + "and made no index of most of the model's fetch indexes"),
         // Inheritance and a many-to-many join table.
         Case(
             store: "coredataplus-samplemodel-2018/SampleModelV2.sqlite",
@@ -51,6 +56,8 @@ import Testing
     struct Shape: Equatable {
         /// Table → column → declared type, for Core Data's tables (`Z...`, not `Z_MODELCACHE`).
         var tables: [String: [String: String]]
+        /// `name table (columns) unique` of every index but SQLite's own.
+        var indexes: Set<String> = []
         /// `Z_ENT|Z_NAME|Z_SUPER` rows.
         var entities: [String]
         var hashes: [String: PropertyListValue]
@@ -66,6 +73,14 @@ import Testing
                     ($0.text(0), $0.text(1))
                 }
                 tables[table] = Dictionary(uniqueKeysWithValues: columns)
+                let list = try db.query("SELECT name, \"unique\" FROM pragma_index_list(?)", [.text(table)]) {
+                    ($0.text(0), $0.int64(1))
+                }
+                for (index, unique) in list where !index.hasPrefix("sqlite_") {
+                    let columns = try db.query("SELECT name FROM pragma_index_info(?)", [.text(index)]) { $0.text(0) }
+                    indexes.insert(
+                        "\(index) \(table) (\(columns.joined(separator: ", ")))\(unique == 1 ? " unique" : "")")
+                }
             }
             entities = try db.query("SELECT Z_ENT, Z_NAME, Z_SUPER FROM Z_PRIMARYKEY ORDER BY Z_ENT") {
                 "\($0.int64(0))|\($0.text(1))|\($0.int64(2))"
@@ -90,6 +105,12 @@ import Testing
                         "\(table): export \(mine.sorted { $0.key < $1.key }) original \(theirs.sorted { $0.key < $1.key })"
                     )
                 }
+            }
+            for index in indexes.subtracting(other.indexes).sorted() {
+                lines.append("index only in the export: \(index)")
+            }
+            for index in other.indexes.subtracting(indexes).sorted() {
+                lines.append("index only in the original: \(index)")
             }
             if entities != other.entities {
                 lines.append("Z_PRIMARYKEY: export \(entities) original \(other.entities)")
@@ -134,7 +155,13 @@ import Testing
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: source.path + suffix) {
             try FileManager.default.copyItem(atPath: source.path + suffix, toPath: copy.path + suffix)
         }
-        let differences = try Shape(exported).differences(from: Shape(copy))
+        var differences = try Shape(exported).differences(from: Shape(copy))
+        if let reason = test.olderIndexes {
+            let indexes = differences.filter { $0.hasPrefix("index only in") }
+            #expect(!indexes.isEmpty, "\(test.store): its indexes were expected to differ (\(reason))")
+            differences.removeAll { $0.hasPrefix("index only in") }
+            print("export of \(test.store): \(indexes.count) indexes differ: \(reason)")
+        }
         #expect(differences == [], "\(test.store)")
         print(
             "export of \(test.store): \(report.objects.values.reduce(0, +)) objects, \(report.joinRows) join rows; differences from the original: \(differences.isEmpty ? "none" : differences.joined(separator: "; "))"

@@ -82,7 +82,7 @@ struct CoreDataLayout {
         let table = CoreDataNaming.table(root)
         let family = model.entityAndSubentities(of: root).sorted { numbers[$0]! < numbers[$1]! }
         var uses: [String: Int] = [:]
-        var ranked: [(rank: Int, column: Column)] = []
+        var ranked: [(rank: Int, entity: Int, kind: Int, column: Column)] = []
         var ownAttributes: [String: [String: String]] = [:]
         var ownToOne: [String: [String: ToOne]] = [:]
         func claim(_ property: String) -> String {
@@ -91,28 +91,28 @@ struct CoreDataLayout {
             uses[base] = use + 1
             return CoreDataNaming.suffixed(base, use)
         }
-        for entity in family {
+        for (position, entity) in family.enumerated() {
             guard let description = model.entity(named: entity) else { continue }
             for attribute in description.attributes {
                 let column = claim(attribute.name)
                 let type = CoreDataNaming.sqlType(attribute)
-                let rank = ["INTEGER": 0, "DECIMAL": 3, "FLOAT": 3, "TIMESTAMP": 3, "VARCHAR": 4][type] ?? 5
-                ranked.append((rank, Column(name: column, type: type)))
+                let rank = ["INTEGER": 0, "FLOAT": 2, "TIMESTAMP": 2, "DECIMAL": 3, "VARCHAR": 4][type] ?? 5
+                ranked.append((rank, position, 0, Column(name: column, type: type)))
                 ownAttributes[entity, default: [:]][attribute.name] = column
             }
             for relationship in description.relationships where !relationship.isToMany {
                 let column = claim(relationship.name)
                 var place = ToOne(column: column)
-                ranked.append((1, Column(name: column, type: "INTEGER")))
+                ranked.append((0, position, 1, Column(name: column, type: "INTEGER")))
                 if model.entityAndSubentities(of: relationship.destination).count > 1,
                     let number = numbers[relationship.destination]
                 {
                     place.entityColumn = CoreDataNaming.entityColumn(destinationNumber: number, column: column)
-                    ranked.append((1, Column(name: place.entityColumn!, type: "INTEGER")))
+                    ranked.append((0, position, 1, Column(name: place.entityColumn!, type: "INTEGER")))
                 }
                 if model.inverse(of: relationship.name, of: entity)?.isOrdered == true {
                     place.orderColumn = CoreDataNaming.orderColumn(foreignKey: column)
-                    ranked.append((2, Column(name: place.orderColumn!, type: "INTEGER")))
+                    ranked.append((1, position, 0, Column(name: place.orderColumn!, type: "INTEGER")))
                 }
                 ownToOne[entity, default: [:]][relationship.name] = place
             }
@@ -135,8 +135,10 @@ struct CoreDataLayout {
                 }
             }
         }
-        let columns = ranked.enumerated().sorted { ($0.element.rank, $0.offset) < ($1.element.rank, $1.offset) }
-            .map(\.element.column)
+        let columns = ranked.enumerated().sorted {
+            ($0.element.rank, $0.element.entity, $0.element.kind, $0.offset)
+                < ($1.element.rank, $1.element.entity, $1.element.kind, $1.offset)
+        }.map(\.element.column)
         return Hierarchy(
             root: root, table: table, family: family, columns: columns, attributes: attributes, toOne: toOne)
     }
@@ -226,6 +228,12 @@ struct CoreDataLayout {
             }
             for index in description.indexes {
                 guard let columns = columns(index.properties) else { continue }
+                // An index without a name of its own (`indexed="YES"`, compound indexes) is named
+                // after its properties, which is how the model reader names it already.
+                if index.name == ([entity] + index.properties).joined(separator: "_") {
+                    sql.append("CREATE INDEX Z_\(index.name) ON \(table) (\(columns))")
+                    continue
+                }
                 sql.append("CREATE INDEX Z_\(entity)_\(index.name) ON \(table) (\(columns))")
                 if index.properties.count == 1, index.properties[0] != index.name {
                     sql.append("CREATE INDEX Z_\(entity)_\(index.properties[0]) ON \(table) (\(columns))")
