@@ -177,3 +177,77 @@ import Testing
         try expectSameObjects(model, first.coordinator, second.coordinator, test.store)
     }
 }
+
+/// The export read by independent code: Python's `sqlite3`, `plistlib` and `hashlib` check the
+/// metadata (its digest and checksum recomputed from the hashes), the entity numbering rule and
+/// the value encodings of the example model's every attribute type.
+@Suite struct CoreDataExportPythonTests {
+    static let check = #"""
+        import sqlite3, plistlib, hashlib, base64, sys, json
+        db = sqlite3.connect(sys.argv[1])
+        expected = json.loads(sys.argv[2])
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        uuid, blob = db.execute("SELECT Z_UUID, Z_PLIST FROM Z_METADATA").fetchone()
+        meta = plistlib.loads(blob)
+        assert meta["NSStoreType"] == "SQLite", meta
+        assert meta["NSStoreModelVersionHashesVersion"] == 3
+        hashes = meta["NSStoreModelVersionHashes"]
+        names = sorted(hashes)
+        digest = hashlib.sha512(b"".join(n.encode() + hashes[n] for n in names)).digest()
+        assert base64.b64decode(meta["NSStoreModelVersionHashesDigest"]) == digest, "digest"
+        checksum = hashlib.sha256(b"".join(hashes[n] for n in names)).digest()
+        assert base64.b64decode(meta["NSStoreModelVersionChecksumKey"]) == checksum, "checksum"
+        rows = db.execute("SELECT Z_ENT, Z_NAME, Z_SUPER FROM Z_PRIMARYKEY ORDER BY Z_ENT").fetchall()
+        assert [r[1] for r in rows] == sorted(hashes, key=str.lower), rows
+        book = db.execute(
+            "SELECT ZPUBLISHED, ZSKU, ZAVAILABLE, ZPRICE, ZCOVER, ZHOMEPAGE, ZAUTHOR FROM ZBOOK").fetchone()
+        assert abs(book[0] - expected["published"]) < 1e-6, book
+        assert book[1] == bytes.fromhex(expected["sku"]), book
+        assert book[2] == 1 and book[3] == 12.45 and book[4] == b"\x00\x01\xff", book
+        assert book[5] == "https://example.org/x", book
+        author = db.execute("SELECT Z_PK, Z_ENT FROM ZAUTHOR").fetchone()
+        assert book[6] == author[0] and author[1] == [r[0] for r in rows if r[1] == "Author"][0], (book, author)
+        pairs = db.execute("SELECT * FROM Z_2TAGS").fetchall()
+        assert len(pairs) == 2, pairs
+        print("ok")
+        """#
+
+    @Test func pythonReadsTheExportOfTheExample() throws {
+        let folder = TemporaryDirectory()
+        let model = try ObjectModel.example
+        let container = try PersistentContainer(
+            model: model, stores: [StoreDescription(type: .sqlite, configuration: nil, url: folder.file("s.sqlite"))])
+        let context = container.viewContext
+        let sku = UUID()
+        let published = 731_947_175.405035
+        let author = try context.insert("Author", values: ["name": .string("Le Guin")])
+        let book = try context.insert(
+            "Book",
+            values: [
+                "title": .string("Earthsea"), "published": .date(Date(timeIntervalSinceReferenceDate: published)),
+                "sku": .uuid(sku), "available": .boolean(true), "price": .decimal(Decimal(string: "12.45")!),
+                "cover": .binary(Data([0, 1, 255])), "homepage": .uri("https://example.org/x"),
+            ])
+        try book.setObject(author, forKey: "author")
+        try book.setObjects(
+            try ["a", "b"].map { try context.insert("Tag", values: ["name": .string($0)]) }, forKey: "tags")
+        try context.save()
+        let out = folder.file("Seed.sqlite")
+        _ = try CoreDataExporter.export(model: model, coordinator: container.coordinator, to: out)
+
+        let hex = withUnsafeBytes(of: sku.uuid) { $0.map { String(format: "%02x", $0) }.joined() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c", Self.check, out.path, "{\"published\": \(published), \"sku\": \"\(hex)\"}",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(text.contains("ok"), "\(text)")
+    }
+}
