@@ -251,3 +251,32 @@ import Testing
         #expect(text.contains("ok"), "\(text)")
     }
 }
+
+/// An export that cannot finish leaves no file behind, and an existing target is kept unless
+/// replacing it was asked for.
+@Suite struct CoreDataExportFailureTests {
+    @Test func aFailedExportLeavesNothingAndAnExistingTargetIsRefused() throws {
+        let folder = TemporaryDirectory()
+        let model = try ObjectModel.example
+        let container = try PersistentContainer(
+            model: model, stores: [StoreDescription(type: .sqlite, configuration: nil, url: folder.file("s.sqlite"))])
+        _ = try container.viewContext.insert("Tag", values: ["name": .string("x")])
+        try container.viewContext.save()
+        let out = folder.url.appendingPathComponent("out")
+        try FileManager.default.createDirectory(
+            at: out.appendingPathComponent("inside"), withIntermediateDirectories: true)
+
+        // Refused without overwrite; with it, the rename onto a folder fails.
+        #expect(throws: StoreError.self) {
+            try CoreDataExporter.export(model: model, coordinator: container.coordinator, to: out)
+        }
+        #expect(throws: StoreError.self) {
+            try CoreDataExporter.export(
+                model: model, coordinator: container.coordinator, to: out,
+                options: CoreDataExportOptions(overwrite: true))
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).filter { $0.contains("export") }
+        #expect(left == [], "files of the failed export are left: \(left)")
+        #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("inside").path))
+    }
+}

@@ -79,18 +79,25 @@ public enum CoreDataExporter {
             for join in layout.joins { joinRows += try objects.writeJoin(join, into: db) }
             try db.execute("COMMIT")
         } catch {
-            CoreDataImporter.removeStore(temporary)
+            removeFiles(of: temporary)
             if let error = error as? StoreError { throw error }
             throw StoreError(.io, "cannot write the Core Data store: \(error)", storeURL: url)
         }
         guard rename(temporary.path, url.path) == 0 else {
             let reason = String(cString: strerror(errno))
-            CoreDataImporter.removeStore(temporary)
+            removeFiles(of: temporary)
             throw StoreError(.io, "cannot move the exported store into place: \(reason)", storeURL: url)
         }
         return CoreDataExportReport(
             url: url, storeIdentifier: identifier, objects: objects.counts, joinRows: joinRows,
             seconds: Date().timeIntervalSince(started))
+    }
+
+    /// Removes a store being built, with its rollback journal.
+    private static func removeFiles(of url: URL) {
+        for suffix in ["", "-journal", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: url.path + suffix)
+        }
     }
 
     /// `Z_PRIMARYKEY` and `Z_METADATA`.
