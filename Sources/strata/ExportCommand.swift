@@ -38,8 +38,8 @@ enum ExportCommand {
         ],
         discussion: """
             Primary keys are kept (renumbered only where stores of several configurations hold the same
-            key in one hierarchy). No Z_MODELCACHE table is written: Core Data rebuilds its cache of the
-            model from the model the app opens the store with.
+            key in one hierarchy). No Z_MODELCACHE table (Core Data's compressed archive of the model) is
+            written.
             """)
 
     static func run(_ arguments: [String]) -> Int32 {
