@@ -1,6 +1,7 @@
 import Foundation
 import Strata
 import StrataCLI
+import StrataServer
 
 #if canImport(Glibc)
     import Glibc
@@ -40,6 +41,24 @@ extension CommandOption {
             var path = String(item[item.index(after: equals)...])
             if path.hasPrefix("sqlite:") { path.removeFirst("sqlite:".count) }
             set(&settings, String(item[..<equals]), URL(fileURLWithPath: path))
+        }
+    }
+
+    /// `--store CONFIG=PATH` (or `CONFIG=sqlite:PATH`): the existing SQLite store of a configuration.
+    static func storeFile(set: @escaping @Sendable (inout Settings, String, StoreSpec) -> Void) -> Self {
+        .value(
+            "--store", "CONFIG=PATH", repeatable: true,
+            help: "the store of a configuration (PATH or sqlite:PATH); Default=PATH is one store holding every entity"
+        ) { settings, value in
+            let item = value.text
+            guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
+                throw value.invalid("takes CONFIG=PATH")
+            }
+            let path = String(item[item.index(after: equals)...])
+            guard let spec = path.hasPrefix("sqlite:") ? StoreSpec(path) : StoreSpec(sqlite: path),
+                spec.type == .sqlite, !(spec.path ?? "").isEmpty
+            else { throw value.invalid("takes CONFIG=PATH") }
+            set(&settings, String(item[..<equals]), spec)
         }
     }
 

@@ -46,21 +46,7 @@ enum MigrateCommand {
                 "--data-dir", "DIR", default: "./data",
                 help: "folder of the default stores <DIR>/<configuration>.sqlite"
             ) { $0.options.dataDirectory = $1.text },
-            .value(
-                "--store", "CONFIG=PATH", repeatable: true,
-                help: "the store of a configuration (PATH or sqlite:PATH); Default=PATH is one store holding every "
-                    + "entity"
-            ) { settings, value in
-                let item = value.text
-                guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
-                    throw value.invalid("takes CONFIG=PATH")
-                }
-                let path = String(item[item.index(after: equals)...])
-                guard let spec = path.hasPrefix("sqlite:") ? StoreSpec(path) : StoreSpec(sqlite: path),
-                    spec.type == .sqlite, !(spec.path ?? "").isEmpty
-                else { throw value.invalid("takes CONFIG=PATH") }
-                settings.options.stores[String(item[..<equals])] = spec
-            },
+            .storeFile { $0.options.stores[$1] = $2 },
             .flag("--dry-run", help: "print what would change and change nothing") { $0.dryRun = $1 },
         ])
 

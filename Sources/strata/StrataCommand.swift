@@ -48,6 +48,10 @@ enum StrataCommand {
             name: "import", synopsis: "import --from STORE --data-dir DIR",
             summary: "bring a store Core Data wrote into Strata stores",
             run: ImportCommand.run),
+        Subcommand(
+            name: "export", synopsis: "export --data-dir DIR --to OUT",
+            summary: "write the stores' objects as a store Core Data opens",
+            run: ExportCommand.run),
     ]
 
     static var usage: String {

@@ -41,7 +41,9 @@ import Testing
         let usage = try Self.run(["help"])
         #expect(usage.status == 0)
         #expect(usage.output.split(separator: "\n").allSatisfy { $0.count <= 100 }, "\(usage.output)")
-        for command in ["model", "serve", "health", "openapi", "diagram", "inspect", "migrate", "split", "import"] {
+        for command in [
+            "model", "serve", "health", "openapi", "diagram", "inspect", "migrate", "split", "import", "export",
+        ] {
             #expect(usage.output.contains("\n  \(command) "), "\(command)")
             let help = try Self.run([command, "--help"])
             #expect(help.status == 0, "\(command): \(help.error)")

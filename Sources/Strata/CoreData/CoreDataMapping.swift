@@ -72,11 +72,11 @@ struct CoreDataMapping {
 
     /// The columns of one hierarchy.
     private mutating func table(root: String, numbers: [String: Int]) -> Table {
-        var name = "Z" + root.uppercased()
+        var name = CoreDataNaming.table(root)
         if file.columns(of: name).isEmpty, let previous = model.entity(named: root)?.renamedFrom,
-            !file.columns(of: "Z" + previous.uppercased()).isEmpty
+            !file.columns(of: CoreDataNaming.table(previous)).isEmpty
         {
-            name = "Z" + previous.uppercased()
+            name = CoreDataNaming.table(previous)
         }
         let available = Set(file.columns(of: name))
         if available.isEmpty {
@@ -94,14 +94,14 @@ struct CoreDataMapping {
                 description.attributes.map { ($0.name, $0.renamedFrom) }
                 + description.relationships.filter { !$0.isToMany }.map { ($0.name, $0.renamedFrom) }
             for (property, previous) in own {
-                var base = "Z" + property.uppercased()
+                var base = CoreDataNaming.column(property)
                 // A renamed property's column may keep its old name.
-                if !available.contains(base), let previous, available.contains("Z" + previous.uppercased()) {
-                    base = "Z" + previous.uppercased()
+                if !available.contains(base), let previous, available.contains(CoreDataNaming.column(previous)) {
+                    base = CoreDataNaming.column(previous)
                 }
                 let use = uses[base, default: 0]
                 uses[base] = use + 1
-                var column = use == 0 ? base : base + String(use)
+                var column = CoreDataNaming.suffixed(base, use)
                 if !available.contains(column) || claimed.contains(column) {
                     let pattern = available.filter { candidate in
                         candidate.hasPrefix(base) && candidate.dropFirst(base.count).allSatisfy(\.isNumber)
@@ -165,7 +165,7 @@ struct CoreDataMapping {
             // destination's table.
             let destination = relationship.destination
             let root = model.rootEntity(of: destination)
-            let table = "Z" + root.uppercased()
+            let table = CoreDataNaming.table(root)
             let columns = file.columns(of: table)
             guard let declaring = model.declaringEntity(of: inverse.name, in: destination),
                 let mapped = tables[root], let index = mapped.toOne[declaring]?[inverse.name]
@@ -174,7 +174,8 @@ struct CoreDataMapping {
                 return nil
             }
             let foreignKey = mapped.columns[index]
-            let order = Self.column("Z_FOK_" + inverse.name.uppercased(), in: columns)
+            let order = Self.column(
+                CoreDataNaming.orderColumn(foreignKey: CoreDataNaming.column(inverse.name)), in: columns)
             let family = model.entityAndSubentities(of: destination).compactMap { numbers[$0] }
             return Join(
                 join: join,
@@ -183,8 +184,11 @@ struct CoreDataMapping {
                 description: "\(label) from \(table).\(foreignKey)" + (order.map { " ordered by \($0)" } ?? ""))
         }
         // A join table: find the columns holding each side's destinations.
-        let targetColumnBase = "Z_\(numbers[relationship.destination] ?? -1)\(relationship.name.uppercased())"
-        let sourceColumnBase: String? = inverse.map { "Z_\(numbers[$0.destination] ?? -1)\($0.name.uppercased())" }
+        let targetColumnBase = CoreDataNaming.joinColumn(
+            number: numbers[relationship.destination] ?? -1, relationship: relationship.name)
+        let sourceColumnBase: String? = inverse.map {
+            CoreDataNaming.joinColumn(number: numbers[$0.destination] ?? -1, relationship: $0.name)
+        }
         var predicted: [String] = []
         if let inverse {
             let ownerNumber = numbers[model.declaringEntity(of: relationship.name, in: owner) ?? owner] ?? -1
@@ -192,10 +196,14 @@ struct CoreDataMapping {
                 numbers[
                     model.declaringEntity(of: inverse.name, in: relationship.destination) ?? relationship.destination]
                 ?? -1
-            if ownerNumber <= otherNumber { predicted.append("Z_\(ownerNumber)\(relationship.name.uppercased())") }
-            if otherNumber <= ownerNumber { predicted.append("Z_\(otherNumber)\(inverse.name.uppercased())") }
+            if ownerNumber <= otherNumber {
+                predicted.append(CoreDataNaming.joinTable(number: ownerNumber, relationship: relationship.name))
+            }
+            if otherNumber <= ownerNumber {
+                predicted.append(CoreDataNaming.joinTable(number: otherNumber, relationship: inverse.name))
+            }
         } else {
-            predicted.append("Z_\(numbers[owner] ?? -1)\(relationship.name.uppercased())")
+            predicted.append(CoreDataNaming.joinTable(number: numbers[owner] ?? -1, relationship: relationship.name))
         }
         let candidates =
             predicted.filter { !file.columns(of: $0).isEmpty }
@@ -213,8 +221,8 @@ struct CoreDataMapping {
                 source = columns.first { $0 != target && $0.hasPrefix("Z_") && !$0.hasPrefix("Z_FOK_") }
             }
             guard let source else { continue }
-            let targetOrder = Self.column("Z_FOK_" + target.dropFirst(2), in: columns)
-            let sourceOrder = Self.column("Z_FOK_" + source.dropFirst(2), in: columns)
+            let targetOrder = Self.column(CoreDataNaming.joinOrderColumn(target), in: columns)
+            let sourceOrder = Self.column(CoreDataNaming.joinOrderColumn(source), in: columns)
             return Join(
                 join: join,
                 query:

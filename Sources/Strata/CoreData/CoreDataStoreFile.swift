@@ -146,7 +146,7 @@ public final class CoreDataStoreFile {
     }
 
     /// The table holding `entity`'s rows: `Z` + its root's name, upper-cased.
-    func table(of entity: EntityRow) -> String { "Z" + root(of: entity).name.uppercased() }
+    func table(of entity: EntityRow) -> String { CoreDataNaming.table(root(of: entity).name) }
 
     /// The columns of `table`; empty when there is no such table.
     public func columns(of table: String) -> [String] { columns[table] ?? [] }

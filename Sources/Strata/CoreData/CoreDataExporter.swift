@@ -1,0 +1,137 @@
+import Foundation
+
+/// How an export runs.
+public struct CoreDataExportOptions: Sendable, Hashable {
+    /// Whether an existing file at the target is replaced.
+    public var overwrite: Bool
+    /// The new store's UUID (`Z_UUID`); a new random one when nil.
+    public var storeIdentifier: String?
+    /// The `NSPersistenceFrameworkVersion` recorded in the metadata.
+    public var frameworkVersion: Int
+
+    /// Creates options.
+    public init(overwrite: Bool = false, storeIdentifier: String? = nil, frameworkVersion: Int = 1338) {
+        self.overwrite = overwrite
+        self.storeIdentifier = storeIdentifier
+        self.frameworkVersion = frameworkVersion
+    }
+}
+
+/// What an export wrote.
+public struct CoreDataExportReport: Sendable {
+    /// The store written.
+    public var url: URL
+    /// Its UUID (`Z_UUID`).
+    public var storeIdentifier: String
+    /// Objects written per entity (subentities counted apart).
+    public var objects: [String: Int]
+    /// Rows written into many-to-many join tables.
+    public var joinRows: Int
+    /// Wall-clock time.
+    public var seconds: Double
+}
+
+/// Writes a single-file SQLite store in Core Data's own format for a model (the one its objects
+/// are in), holding every object a ``StoreCoordinator`` reads: the store an app bundles, opened by
+/// Core Data as it is.
+///
+/// What it holds (see ``CoreDataLayout`` for the names): `Z_PRIMARYKEY` with Core Data's entity
+/// numbers, parents and last primary keys; `Z_METADATA` with the store UUID and a binary property
+/// list of `NSStoreType`, `NSStoreModelVersionHashes` (Core Data's own, see
+/// ``ObjectModel/coreDataVersionHashes``), their digest and checksum,
+/// `NSStoreModelVersionHashesVersion` 3, `NSStoreModelVersionIdentifiers`,
+/// `NSPersistenceFrameworkVersion` and `_NSAutoVacuumLevel`; one table per hierarchy, the join
+/// table of each many-to-many, `Z_FOK_` positions of ordered relationships, and the indexes. It
+/// writes no `Z_MODELCACHE` (Core Data's compressed archive of the model). Primary keys are kept
+/// where they are unique within a hierarchy (objects of one store) and renumbered otherwise.
+///
+/// The file is built beside the target under a temporary name in rollback-journal mode and renamed
+/// into place when complete, so a failure leaves no partial store.
+public enum CoreDataExporter {
+    /// Exports every object `coordinator` reads into a Core Data store at `url`.
+    /// - Throws: ``StoreError``: `.duplicateStore` when `url` exists and `options.overwrite` is
+    ///   off, `.io` when the file cannot be written, errors of the reads.
+    public static func export(
+        model: ObjectModel, coordinator: StoreCoordinator, to url: URL,
+        options: CoreDataExportOptions = CoreDataExportOptions()
+    ) throws(StoreError) -> CoreDataExportReport {
+        let started = Date()
+        if FileManager.default.fileExists(atPath: url.path), !options.overwrite {
+            throw StoreError(
+                .duplicateStore, "\(url.path) already exists; remove it or choose to replace it", storeURL: url)
+        }
+        let layout = CoreDataLayout(model: model)
+        var objects = try CoreDataExportObjects(model: model, layout: layout, coordinator: coordinator)
+        let identifier = options.storeIdentifier ?? UUID().uuidString
+        let folder = url.deletingLastPathComponent()
+        let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).export-\(UUID().uuidString)")
+        var joinRows = 0
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let db = try SQLiteConnection(path: temporary.path)
+            try db.execute("PRAGMA auto_vacuum = 2")
+            try db.execute("PRAGMA journal_mode = DELETE")
+            try db.execute("BEGIN IMMEDIATE")
+            for statement in layout.statements { try db.execute(statement) }
+            try writeMetadata(
+                db, model: model, layout: layout, objects: objects, identifier: identifier, options: options)
+            for hierarchy in layout.hierarchies { try objects.writeRows(of: hierarchy, into: db) }
+            for join in layout.joins { joinRows += try objects.writeJoin(join, into: db) }
+            try db.execute("COMMIT")
+        } catch {
+            removeFiles(of: temporary)
+            if let error = error as? StoreError { throw error }
+            throw StoreError(.io, "cannot write the Core Data store: \(error)", storeURL: url)
+        }
+        guard rename(temporary.path, url.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            removeFiles(of: temporary)
+            throw StoreError(.io, "cannot move the exported store into place: \(reason)", storeURL: url)
+        }
+        return CoreDataExportReport(
+            url: url, storeIdentifier: identifier, objects: objects.counts, joinRows: joinRows,
+            seconds: Date().timeIntervalSince(started))
+    }
+
+    /// Removes a store being built, with its rollback journal.
+    private static func removeFiles(of url: URL) {
+        for suffix in ["", "-journal", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: url.path + suffix)
+        }
+    }
+
+    /// `Z_PRIMARYKEY` and `Z_METADATA`.
+    private static func writeMetadata(
+        _ db: SQLiteConnection, model: ObjectModel, layout: CoreDataLayout, objects: CoreDataExportObjects,
+        identifier: String, options: CoreDataExportOptions
+    ) throws {
+        for entity in model.entityNames.sorted(by: { layout.numbers[$0]! < layout.numbers[$1]! }) {
+            let parent = model.entity(named: entity)?.parent.flatMap { layout.numbers[$0] } ?? 0
+            let max = parent == 0 ? objects.maxPrimaryKey[entity] ?? 0 : 0
+            try db.run(
+                "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, ?)",
+                [.integer(Int64(layout.numbers[entity]!)), .text(entity), .integer(Int64(parent)), .integer(max)])
+        }
+        let plist = try metadataPropertyList(model: model, frameworkVersion: options.frameworkVersion)
+        try db.run(
+            "INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)", [.text(identifier), .blob(plist)])
+    }
+
+    /// The binary property list of `Z_METADATA.Z_PLIST` for `model`.
+    static func metadataPropertyList(model: ObjectModel, frameworkVersion: Int) throws -> Data {
+        let hashes = model.coreDataVersionHashes
+        var versionHashes: [String: Any] = [:]
+        for (name, hash) in hashes { versionHashes[name] = Data(hash) }
+        let metadata: [String: Any] = [
+            "NSStoreType": "SQLite",
+            "NSStoreModelVersionHashes": versionHashes,
+            "NSStoreModelVersionHashesDigest": CoreDataNaming.hashesDigest(hashes),
+            "NSStoreModelVersionChecksumKey": CoreDataNaming.hashesChecksum(hashes),
+            "NSStoreModelVersionHashesVersion": 3,
+            "NSStoreModelVersionIdentifiers": [model.version ?? ""],
+            "NSPersistenceFrameworkVersion": frameworkVersion,
+            "_NSAutoVacuumLevel": "2",
+        ]
+        return try PropertyListSerialization.data(fromPropertyList: metadata, format: .binary, options: 0)
+    }
+}
