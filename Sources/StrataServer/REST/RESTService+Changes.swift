@@ -21,16 +21,19 @@ extension RESTService {
         }
         let query = try changesQuery(request)
         do {
+            let since = try query.since ?? coordinator.oldestHistoryToken()
+            let transactions = try coordinator.history(after: since, entities: query.entities, limit: query.limit)
+            // Checked after the read: pruning forgets the oldest transactions first, so a `since`
+            // still covered now was covered all through the read, which then missed nothing.
             let oldest = try coordinator.oldestHistoryToken()
-            if let since = query.since, !since.covers(oldest) {
+            if !since.covers(oldest) {
                 throw Problem(
                     410, "History Expired",
                     "the history after \(since) is no longer kept (it is kept after \(oldest)): read the objects again, "
                         + "then follow /_changes from the token of that read (or from \(oldest))",
                     extra: ["oldest": .string(oldest.description)])
             }
-            let transactions = try coordinator.history(after: query.since, entities: query.entities, limit: query.limit)
-            var next = query.since ?? oldest
+            var next = since
             var changes: [JSONValue] = []
             for transaction in transactions {
                 next = next.merging(transaction.token)
