@@ -137,6 +137,7 @@ public final class StrataServerInstance: Sendable {
             bearer: control.isEnabled, privateDocument: options.privateOpenAPI,
             entities: model.resolvedAccess(overrides: options.entityAccess))
         openAPIAccess.limits = options.limits
+        openAPIAccess.history = options.history
         do {
             try http.start()
         } catch {
