@@ -103,6 +103,19 @@ import Testing
         #expect(fixture.server.prunedHistory(store: try Self.catalog(fixture)) == 1)
     }
 
+    @Test func aServerStoppedTwiceStopsItsPrunerOnce() throws {
+        let fixture = try Self.server("sqlite") { $0.historyMaxChanges = 1 }
+        let server = fixture.server
+        let stopped = Locked(0)
+        Thread.detachNewThread {
+            for _ in 0..<2 {
+                server.stop()
+                stopped.withLock { $0 += 1 }
+            }
+        }
+        try waitUntil(seconds: 30) { stopped.current == 2 }
+    }
+
     @Test func durationsTheRetentionTakes() {
         let valid: [String: Double] = [
             "7d": 604_800, "12h": 43_200, "30m": 1_800, "3600s": 3_600, "3600": 3_600, "1.5h": 5_400, "0": 0,

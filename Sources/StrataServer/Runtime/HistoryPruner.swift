@@ -66,10 +66,14 @@ final class HistoryPruner: Sendable {
         thread.start()
     }
 
-    /// Stops the pruner: a batch under way finishes, no other begins; returns once its thread ended.
+    /// Stops the pruner: a batch under way finishes, no other begins; the first call returns once
+    /// its thread ended, later ones at once.
     func stop() {
-        stopping.withLock { $0 = true }
-        guard running.withLock({ $0 }) else { return }
+        let first = stopping.withLock { stopping in
+            defer { stopping = true }
+            return !stopping
+        }
+        guard first, running.withLock({ $0 }) else { return }
         wake.signal()
         ended.wait()
     }

@@ -263,7 +263,10 @@ public final class StrataServerInstance: Sendable {
     public func stop() {
         http.stop()
         service.withLock { $0 = nil }
-        pruner.withLock { $0 }?.stop()
+        pruner.withLock { pruner in
+            defer { pruner = nil }
+            return pruner
+        }?.stop()
         if let coordinator = coordinator.withLock({ $0 }) {
             for store in coordinator.stores { coordinator.remove(store) }
         }
