@@ -3,16 +3,24 @@
 
 Random mode (the default): the example model (Catalog and Activity stores). Several connections
 stream `POST /_batch` requests that create an Author (Catalog) and a SearchLog (Activity) with the
-same marker, and single `POST /tags`; the server is killed at a random moment, restarted on the
-same data folder, and checked:
+same marker, single `POST /tags`, and books created, patched and deleted (with patches of the
+batches' search logs); the server is killed at a random moment, restarted on the same data folder,
+and checked:
   - every acknowledged write is present (batches: both objects; tags);
   - no batch is half applied (each marker has both objects or neither, acknowledged or not);
   - every store file passes PRAGMA integrity_check;
-  - the server is ready again (GET /ready is 200).
+  - the server is ready again (GET /ready is 200);
+  - the history feed (`GET /_changes`, followed from the previous cycle's `next` and, on the
+    last cycle, paged again from the start to the same changes) agrees with the stores: every
+    acknowledged create, patch and delete is in it; each object's changes run insert (version 1),
+    updates (one version up each), at most one delete (of the last version), nothing after it; an
+    object's last change is its stored version, a deleted object is gone, and every stored object
+    has its changes in the feed.
 
 Deterministic mode (--points): a debug build's STRATA_CRASH_AT kills the server at a chosen point
 of a save across three stores (after the commit point, between the other commits) and of the
-recovery after it; after a restart without it the save must be complete.
+recovery after it; after a restart without it the save must be complete, and the history feed
+must show each store's part once.
 
 With --postgresql (run under Debian's pg_virtualenv, or with PGHOST, PGPORT, PGUSER, PGPASSWORD and
 PGDATABASE set), the first configuration of each model lives in PostgreSQL: the Catalog of the random
@@ -36,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 
 
@@ -106,30 +115,91 @@ class Ledger:
         self.lock = threading.Lock()
         self.batches = set()  # acknowledged markers
         self.tags = set()
+        self.changes = []  # acknowledged (entity, _id, op, _version)
+        self.books = set()  # acknowledged books no delete was sent for
+        self.logs = []  # acknowledged search logs
 
     def add(self, kind, marker):
         with self.lock:
             (self.batches if kind == "batch" else self.tags).add(marker)
 
+    def acknowledged(self, entity, identifier, op, version):
+        with self.lock:
+            self.changes.append((entity, identifier, op, version))
+            if entity == "Book" and op == "insert":
+                self.books.add(identifier)
+            if entity == "SearchLog" and op == "insert":
+                self.logs.append(identifier)
+
+    def summary(self):
+        ops = [change[2] for change in self.changes]
+        return "acknowledged %d creates, %d patches, %d deletes" % (
+            ops.count("insert"), ops.count("update"), ops.count("delete"))
+
+    def pick_book(self, rng, deleting):
+        """A book to patch, or to delete (then no one is sent another write for it)."""
+        with self.lock:
+            if not self.books:
+                return None
+            book = rng.choice(sorted(self.books))
+            if deleting:
+                self.books.discard(book)
+            return book
+
+    def pick_log(self, rng):
+        with self.lock:
+            return rng.choice(self.logs) if self.logs else None
+
+
+def mutate(connection, ledger, rng):
+    """One write of the mutating writer: a book created, patched or deleted, or a search log patched."""
+    dice = rng.random()
+    book = ledger.pick_book(rng, deleting=0.6 <= dice < 0.8) if dice >= 0.35 else None
+    if dice >= 0.8:
+        log = ledger.pick_log(rng)
+        if log is not None:
+            status, body = request(connection, "PATCH", "/search-logs/%d" % log, {"results": rng.randrange(1000)})
+            if status == 200:
+                ledger.acknowledged("SearchLog", log, "update", json.loads(body)["_version"])
+    elif book is None:
+        status, body = request(connection, "POST", "/books", {"title": "k-" + uuid.uuid4().hex[:12], "year": 2000})
+        if status == 201:
+            ledger.acknowledged("Book", json.loads(body)["_id"], "insert", 1)
+    elif dice < 0.6:
+        status, body = request(connection, "PATCH", "/books/%d" % book, {"rating": rng.randrange(6)})
+        if status == 200:
+            ledger.acknowledged("Book", book, "update", json.loads(body)["_version"])
+    else:
+        status, _ = request(connection, "DELETE", "/books/%d" % book)
+        if status == 204:
+            ledger.acknowledged("Book", book, "delete", None)
+
 
 def writer(port, ledger, stop, kind):
     connection = None
+    rng = random.Random()  # the writers' timing is not reproducible anyway; the seed drives the kills
     while not stop.is_set():
         marker = uuid.uuid4().hex[:12]
         try:
             if connection is None:
                 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
             if kind == "batch":
-                status, _ = request(connection, "POST", "/_batch", {"operations": [
+                status, body = request(connection, "POST", "/_batch", {"operations": [
                     {"method": "POST", "path": "/authors", "body": {"name": "b-" + marker}},
                     {"method": "POST", "path": "/search-logs", "body": {"query": "b-" + marker}},
                 ]})
                 if status == 200:
                     ledger.add("batch", marker)
-            else:
-                status, _ = request(connection, "POST", "/tags", {"name": "t-" + marker})
+                    author, log = (result["body"]["_id"] for result in json.loads(body)["results"])
+                    ledger.acknowledged("Author", author, "insert", 1)
+                    ledger.acknowledged("SearchLog", log, "insert", 1)
+            elif kind == "tag":
+                status, body = request(connection, "POST", "/tags", {"name": "t-" + marker})
                 if status == 201:
                     ledger.add("tag", marker)
+                    ledger.acknowledged("Tag", json.loads(body)["_id"], "insert", 1)
+            else:
+                mutate(connection, ledger, rng)
         except (OSError, http.client.HTTPException):
             connection = None
             time.sleep(0.005)
@@ -164,6 +234,94 @@ def integrity(path):
         return "missing"
     with read_only(path) as db:
         return db.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+def stored_versions(data, pg=None):
+    """(entity, _id) -> _version of every object the example's stores hold."""
+    stored = {}
+    if pg:
+        for entity in ("Author", "Book", "Tag"):
+            for row in pg.query('SELECT "_pk", "_version" FROM "%s"."%s"' % (schema_for(data), entity)):
+                pk, version = row.split("|")
+                stored[(entity, int(pk))] = int(version)
+    else:
+        with read_only(os.path.join(data, "catalog.sqlite")) as db:
+            for entity in ("Author", "Book", "Tag"):
+                for pk, version in db.execute('SELECT "_pk", "_version" FROM "%s"' % entity):
+                    stored[(entity, pk)] = version
+    with read_only(os.path.join(data, "activity.sqlite")) as db:
+        for pk, version in db.execute('SELECT "_pk", "_version" FROM "SearchLog"'):
+            stored[("SearchLog", pk)] = version
+    return stored
+
+
+def read_feed(port, since=None):
+    """The changes of `GET /_changes` after `since` (None: from the start), paged until `next`
+    stops moving, and the last `next`."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    changes = []
+    while True:
+        path = "/_changes?limit=1000" + ("&since=" + urllib.parse.quote(since, safe="") if since else "")
+        status, body = request(connection, "GET", path)
+        if status != 200:
+            raise RuntimeError("GET %s answered %d: %s" % (path, status, body[:200]))
+        page = json.loads(body)
+        changes += page["changes"]
+        if page["next"] == since:
+            return changes, since
+        since = page["next"]
+
+
+def change_key(change):
+    return (change["entity"], change["_id"], change["op"], change["_version"])
+
+
+def follow_feed(port, feed, from_start):
+    """Extends `feed` ({"changes": [...], "next": token or None}) with the changes after its
+    token, a token kept across the kill and the restart; with `from_start` the feed is also read
+    from the start and must hold the same changes. Returns the problems."""
+    changes, feed["next"] = read_feed(port, feed["next"])
+    feed["changes"] += changes
+    if not from_start:
+        return []
+    whole, _ = read_feed(port)
+    if sorted(map(change_key, whole)) != sorted(map(change_key, feed["changes"])):
+        return ["the feed read from the start (%d changes) differs from the feed followed across the restarts (%d)"
+                % (len(whole), len(feed["changes"]))]
+    return []
+
+
+def check_feed(changes, stored, ledger):
+    """The feed against the stores and against what the writers were told."""
+    problems = []
+    steps = {}  # (entity, _id) -> [(op, _version)] in feed order
+    for change in changes:
+        steps.setdefault((change["entity"], change["_id"]), []).append((change["op"], change["_version"]))
+    for key, history in sorted(steps.items()):
+        name = "%s %d" % key
+        if history[0] != ("insert", 1):
+            problems.append("the feed's first change of %s is %s, not an insert of version 1" % (name, history[0]))
+        for (op, version), (previous_op, previous) in zip(history[1:], history):
+            if previous_op == "delete":
+                problems.append("the feed has %s %s of version %d after its delete" % (op, name, version))
+            elif op == "update" and version != previous + 1:
+                problems.append("the feed has %s going from version %d to %d" % (name, previous, version))
+            elif op == "delete" and version != previous:
+                problems.append("the feed deletes version %d of %s, whose last is %d" % (version, name, previous))
+            elif op == "insert":
+                problems.append("the feed inserts %s again" % name)
+        op, version = history[-1]
+        if op == "delete" and key in stored:
+            problems.append("the feed deletes %s, which the store holds at version %d" % (name, stored[key]))
+        elif op != "delete" and stored.get(key) != version:
+            problems.append("the feed's last change of %s is version %d; the store holds %s" % (name, version, stored.get(key)))
+    for key in sorted(set(stored) - set(steps)):
+        problems.append("the store holds %s %d (version %d); the feed has no change of it" % (key + (stored[key],)))
+    seen = {(c["entity"], c["_id"], c["op"], c["_version"] if c["op"] != "delete" else None) for c in changes}
+    for entity, identifier, op, version in ledger.changes:
+        if (entity, identifier, op, version) not in seen:
+            problems.append("acknowledged %s of %s %d (version %s) is not in the feed" % (op, entity, identifier, version))
+    return problems
 
 
 def check_example(data, ledger, pg=None):
@@ -204,6 +362,7 @@ def random_cycles(binary, cycles, rng, connections, pg=None):
     data = tempfile.mkdtemp(prefix="strata-crash-")
     stores = [pg.store("Catalog", schema_for(data))] if pg else []
     ledger = Ledger()
+    feed = {"changes": [], "next": None}
     for cycle in range(1, cycles + 1):
         port = free_port()
         server = Server(binary, data, port, stores=stores)
@@ -213,7 +372,8 @@ def random_cycles(binary, cycles, rng, connections, pg=None):
             failures += 1
             break
         stop = threading.Event()
-        threads = [threading.Thread(target=writer, args=(port, ledger, stop, "batch" if i % 3 else "tag"))
+        kinds = ("tag", "batch", "mutate", "batch", "batch", "mutate")
+        threads = [threading.Thread(target=writer, args=(port, ledger, stop, kinds[i % len(kinds)]))
                    for i in range(connections)]
         for thread in threads:
             thread.start()
@@ -233,11 +393,18 @@ def random_cycles(binary, cycles, rng, connections, pg=None):
         problems, batches, tags = check_example(data, ledger, pg)
         if not ready:
             problems.append("the server did not become ready after the restart")
+        else:
+            try:
+                problems += follow_feed(port, feed, from_start=cycle == cycles)
+                problems += check_feed(feed["changes"], stored_versions(data, pg), ledger)
+            except (OSError, http.client.HTTPException, RuntimeError, ValueError, KeyError) as error:
+                problems.append("reading the history feed failed: %s" % error)
         server.stop()
         status = "ok" if not problems else "FAILED"
         recoveries += recovered
-        print("cycle %d: %s: %d acknowledged batches, %d tags acknowledged; stores hold %d batches, %d tags%s"
-              % (cycle, status, len(ledger.batches), len(ledger.tags), batches, tags,
+        print("cycle %d: %s: %d acknowledged batches, %d tags acknowledged; stores hold %d batches, %d tags; "
+              "%s in a feed of %d changes%s"
+              % (cycle, status, len(ledger.batches), len(ledger.tags), batches, tags, ledger.summary(), len(feed["changes"]),
                  "; the restart finished an interrupted batch" if recovered else ""))
         for problem in problems[:10]:
             print("    " + problem)
@@ -274,6 +441,7 @@ def point_cycles(binary, pg=None):
         with open(model, "w") as f:
             json.dump(THREE_STORES, f)
         problems = []
+        feed = []
         stores = [pg.store("Orders", schema_for(data))] if pg else []
 
         def count(name, table, marker=None):
@@ -318,6 +486,21 @@ def point_cycles(binary, pg=None):
         server = Server(binary, data, port, model=model, stores=stores)
         if not server.wait_ready():
             problems.append("the server did not become ready after the restart")
+        else:
+            # The history feed shows each store's part once, the recovered parts included.
+            stored = {}
+            for name, table in (("orders", "Order"), ("audits", "Audit"), ("gauges", "Gauge")):
+                if pg and name == "orders":
+                    rows = [row.split("|") for row in pg.query('SELECT "_pk", "_version" FROM "%s"."%s"' % (schema_for(data), table))]
+                else:
+                    with read_only(os.path.join(data, name + ".sqlite")) as db:
+                        rows = db.execute('SELECT "_pk", "_version" FROM "%s"' % table).fetchall()
+                stored.update({(table, int(pk)): int(version) for pk, version in rows})
+            try:
+                feed, _ = read_feed(port)
+                problems += check_feed(feed, stored, Ledger())
+            except (OSError, http.client.HTTPException, RuntimeError, ValueError, KeyError) as error:
+                problems.append("reading the history feed failed: %s" % error)
         server.stop()
         finished = {}
         for name, table in (("orders", "Order"), ("audits", "Audit"), ("gauges", "Gauge")):
@@ -333,8 +516,9 @@ def point_cycles(binary, pg=None):
             if b"recovery: finished 1 interrupted save" not in f.read():
                 problems.append("the server log does not say what the recovery finished")
         label = point + (" then " + recovery_point if recovery_point else "")
-        print("point %d (%s%s): %s: left %s, after restart %s"
-              % (cycle, label, ", Orders in PostgreSQL" if pg else "", "ok" if not problems else "FAILED", counts, finished))
+        print("point %d (%s%s): %s: left %s, after restart %s, %d changes in the feed"
+              % (cycle, label, ", Orders in PostgreSQL" if pg else "", "ok" if not problems else "FAILED", counts, finished,
+                 len(feed)))
         for problem in problems:
             print("    " + problem)
         if problems:

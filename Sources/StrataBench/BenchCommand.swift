@@ -14,8 +14,10 @@ enum BenchCommand {
         var givenScaleSizes: [Int] = []
         var library = true
         var http = true
+        var feed = true
         var postgreSQL = true
         var scale = true
+        var history = true
         var postgresql: String?
         var plot: String?
 
@@ -30,31 +32,38 @@ enum BenchCommand {
             !givenScaleSizes.isEmpty ? givenScaleSizes : quick ? [10_000, 20_000] : [10_000, 100_000, 1_000_000]
         }
 
-        /// Keeps one part of the bench (`library`, `http`, `postgresql` or `scale`).
+        /// Keeps one part of the bench (`library`, `http`, `feed`, `postgresql`, `scale` or `history`).
         mutating func only(_ part: String) {
             library = part == "library"
             http = part == "http"
+            feed = part == "feed"
             postgreSQL = part == "postgresql"
             scale = part == "scale"
+            history = part == "history"
         }
+
+        /// Whether a part that loads a server over HTTP (and needs wrk) runs.
+        var loadsHTTP: Bool { http || postgreSQL || scale || history }
     }
 
     static let interface = CommandInterface<Settings>(
         name: "strata-bench",
         synopsis: """
             [--duration SECONDS] [--soak SECONDS] [--objects N]
-                                [--only library|http|postgresql|scale] [--postgresql URI]
+                                [--only library|http|feed|postgresql|scale|history] [--postgresql URI]
                                 [--scale [SIZES]] [--plot FILE.svg] [--quick]
             """,
         abstract: """
-            Runs the library, HTTP, PostgreSQL and scale benchmarks and prints one table with each
-            scenario's throughput, p50/p99 latency, the baseline measured in the same run, and the
-            ratio to its target.
+            Runs the library, HTTP, PostgreSQL, scale and history benchmarks and prints one table with
+            each scenario's throughput, p50/p99 latency, the baseline measured in the same run, and
+            the ratio to its target.
             HTTP load comes from wrk (apt-get install wrk), against a server started in this process
             on a free loopback port with SQLite stores in a temporary folder (synchronous=FULL).
             The PostgreSQL scenarios put the catalogue in PostgreSQL: in a scratch cluster the bench
             starts with PostgreSQL's durable defaults when the server binaries are installed (Debian's
             postgresql package), or on the server --postgresql names; each beside libpq alone.
+            The history scenarios POST to two servers of the same model and options, one recording
+            persistent history and one not (--no-history), over SQLite and over PostgreSQL.
             The HTTP ceiling is strata-ceiling and the scale scenarios serve with strata, both run from
             beside this executable, and built with it (swift build -c release --product strata-bench).
             """,
@@ -72,8 +81,11 @@ enum BenchCommand {
             "--objects", "N", default: "100000; 10000 with --quick",
             help: "objects for the library insert/fetch scenarios"
         ) { $0.givenObjects = try $1.integer(1...Int.max, "a positive number") },
-        .value("--only", "PART", help: "run only the library, the HTTP, the PostgreSQL or the scale scenarios") {
-            $0.only(try $1.choice(["library", "http", "postgresql", "scale"]))
+        .value(
+            "--only", "PART",
+            help: "run only the library, the HTTP, the change feed, the PostgreSQL, the scale or the history scenarios"
+        ) {
+            $0.only(try $1.choice(["library", "http", "feed", "postgresql", "scale", "history"]))
         },
         .value(
             "--postgresql", "URI",
@@ -118,7 +130,7 @@ enum BenchCommand {
     static func bench(_ settings: Settings) -> Int32 {
         if settings.plot != nil && !settings.scale { return interface.fail("--plot needs the scale scenarios") }
         let wrk = Wrk.find()
-        if settings.http || settings.postgreSQL || settings.scale, wrk == nil {
+        if settings.loadsHTTP, wrk == nil {
             return interface.fail("wrk is not installed: apt-get install wrk")
         }
         if settings.scale, sibling("strata") == nil {
@@ -135,7 +147,7 @@ enum BenchCommand {
         } catch {
             return interface.fail("\(error)")
         }
-        if let wrk, settings.http || settings.postgreSQL || settings.scale { table.notes.append(wrk.note) }
+        if let wrk, settings.loadsHTTP { table.notes.append(wrk.note) }
         print(table.render())
         return table.allTargetsMet || settings.quick ? 0 : 1
     }
@@ -150,7 +162,15 @@ enum BenchCommand {
             printError("bench: HTTP scenarios (\(settings.duration) s each)…")
             try HTTPBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
         }
-        if settings.postgreSQL, let wrk {
+        if settings.feed {
+            printError("bench: change feed fan-out…")
+            try FeedBench(folder: folder, settings: settings).run(into: &table)
+        }
+        if settings.history, let wrk {
+            printError("bench: POST with history on and off, SQLite (\(settings.duration) s each)…")
+            try HistoryBench(folder: folder, wrk: wrk, settings: settings).runSQLite(into: &table)
+        }
+        if settings.postgreSQL || settings.history, let wrk {
             printError("bench: PostgreSQL scenarios (\(settings.duration) s each)…")
             try PostgreSQLBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
         }

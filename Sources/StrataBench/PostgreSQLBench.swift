@@ -30,6 +30,12 @@ struct PostgreSQLBench {
         }
         defer { cluster?.stop() }
         let schema = "strata_bench_\(UUID().uuidString.prefix(8).lowercased())"
+        if settings.history {
+            // First: the list and feed scenarios below leave requests running after wrk stops.
+            try HistoryBench(folder: folder, wrk: wrk, settings: settings).runPostgreSQL(
+                uri: uri, schema: schema + "_history", into: &table)
+        }
+        guard settings.postgreSQL else { return }
         let raw = try RawPostgreSQL(uri: uri, schema: schema)
         defer { raw.dropSchema() }
         var single = try raw.autocommitInserts(connections: 1, seconds: 2)

@@ -95,10 +95,17 @@ enum HTTPConnection {
 
     /// Queues `response` (its body copied into libmicrohttpd, which adds `Content-Length` and
     /// `Date`); `closing` adds `Connection: close`.
-    static func queue(_ response: HTTPResponse, on connection: OpaquePointer, closing: Bool) -> MHD_Result {
-        let created = response.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(
-                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+    static func queue(
+        _ response: HTTPResponse, on connection: OpaquePointer, closing: Bool, context: HTTPServerContext
+    ) -> MHD_Result {
+        let created: OpaquePointer?
+        if let stream = response.stream {
+            created = streamed(stream, on: connection, context: context)
+        } else {
+            created = response.body.withUnsafeBytes { bytes in
+                MHD_create_response_from_buffer(
+                    bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+            }
         }
         guard let created else { return .NO }
         defer { MHD_destroy_response(created) }
@@ -109,6 +116,33 @@ enum HTTPConnection {
         if closing { _ = MHD_add_response_header(created, "Connection", "close") }
         let status = (200...999).contains(response.status) ? response.status : 500
         return MHD_queue_response(connection, UInt32(status), created)
+    }
+
+    /// A response of unknown length whose content reader is `stream` (sent chunked); the stream
+    /// is retained until libmicrohttpd frees the response.
+    private static func streamed(_ stream: HTTPStream, on connection: OpaquePointer, context: HTTPServerContext)
+        -> OpaquePointer?
+    {
+        stream.bind(to: connection, context: context)
+        let retained = Unmanaged.passRetained(stream)
+        let created = MHD_create_response_from_callback(
+            UInt64.max /* MHD_SIZE_UNKNOWN */, 16 * 1024,
+            { cls, _, buffer, capacity in
+                guard let cls, let buffer else { return -2 /* MHD_CONTENT_READER_END_WITH_ERROR */ }
+                return Unmanaged<HTTPStream>.fromOpaque(cls).takeUnretainedValue().read(
+                    into: buffer, capacity: capacity)
+            }, retained.toOpaque(),
+            { cls in
+                guard let cls else { return }
+                let stream = Unmanaged<HTTPStream>.fromOpaque(cls)
+                stream.takeUnretainedValue().finished()
+                stream.release()
+            })
+        if created == nil {
+            retained.release()
+            stream.finished()
+        }
+        return created
     }
 
     /// Whether a header name is `Content-Length` in any case (libmicrohttpd adds its own), without

@@ -79,6 +79,8 @@ public enum HTTPServerLimit: Sendable, Hashable, CaseIterable {
     case connections
     /// The request took longer than ``HTTPServerConfiguration/requestTimeoutSeconds`` to arrive.
     case time
+    /// The query holds more than ``HTTPServerConfiguration/maxQueryParameters`` parameters.
+    case parameters
 }
 
 extension HTTPRequest {

@@ -10,6 +10,9 @@ public struct HTTPResponse: Sendable {
     public var headers: [(name: String, value: String)]
     /// The response body.
     public var body: [UInt8]
+    /// A body written while it is sent, in place of `body` (which is then not sent); nil for a
+    /// body known in full.
+    public var stream: HTTPStream?
 
     /// Creates a response.
     /// - Parameters:
@@ -20,5 +23,13 @@ public struct HTTPResponse: Sendable {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// Creates a response whose body is written to `stream` while it is sent.
+    public init(status: Int, headers: [(name: String, value: String)] = [], stream: HTTPStream) {
+        self.status = status
+        self.headers = headers
+        self.body = []
+        self.stream = stream
     }
 }

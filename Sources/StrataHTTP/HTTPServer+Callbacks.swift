@@ -43,7 +43,10 @@ extension HTTPServer {
                 .CONNECTION_MEMORY_LIMIT,
                 configuration.connectionMemoryBytes > 0
                     ? configuration.connectionMemoryBytes
-                    : max(65536, configuration.maxTargetBytes + configuration.maxHeaderBytes + 16384)),
+                    : max(
+                        65536,
+                        configuration.maxTargetBytes + configuration.maxHeaderBytes + 16384
+                            + max(0, configuration.maxQueryParameters) * 64)),
             cmhd_option_value(.CONNECTION_LIMIT, max(1, configuration.maxConnections)),
             // Strata answers the connections past an address's share itself (429); libmicrohttpd's
             // own limit, twice as high, only refuses a flood that never sends a request.
@@ -71,16 +74,16 @@ extension HTTPServer {
                         connection, context: socketContext,
                         opened: code.rawValue == 0 /* MHD_CONNECTION_NOTIFY_STARTED */)
                 }, context))
-        if configuration.requestTimeoutSeconds > 0 {
-            options.append(
-                cmhd_option_uri_log(
-                    { cls, _, connection in
-                        guard let cls, let connection else { return nil }
-                        Unmanaged<HTTPServerContext>.fromOpaque(cls).takeUnretainedValue().clock(of: connection)?
-                            .restart()
-                        return nil
-                    }, context))
-        }
+        // Called with the request target before libmicrohttpd splits its query: the request's
+        // clock starts, and a query with too many parameters is cut before it is split.
+        options.append(
+            cmhd_option_uri_log(
+                { cls, target, connection in
+                    guard let cls, let connection else { return nil }
+                    Unmanaged<HTTPServerContext>.fromOpaque(cls).takeUnretainedValue().received(
+                        target: target, on: connection)
+                    return nil
+                }, context))
         // Each handshake asks for the credentials in force, so a reload needs no restart.
         if configuration.tls {
             options.append(cmhd_option_pointer(.HTTPS_CERT_CALLBACK, strata_tls_certificate_callback()))

@@ -82,7 +82,9 @@ public final class HTTPServer: Sendable {
             let context = HTTPServerContext(
                 handler: handler, tooLarge: tooLarge, dispatch: dispatch, deferred: deferred,
                 maxBodyBytes: max(0, configuration.maxBodyBytes), maxTargetBytes: max(1, configuration.maxTargetBytes),
-                maxHeaderBytes: max(1, configuration.maxHeaderBytes), pool: HandlerPool(maxThreads: handlerThreads),
+                maxHeaderBytes: max(1, configuration.maxHeaderBytes),
+                maxQueryParameters: configuration.maxQueryParameters > 0 ? configuration.maxQueryParameters : .max,
+                pool: HandlerPool(maxThreads: handlerThreads),
                 counters: counters, watchdog: watchdog, perAddressLimit: max(0, configuration.perIPConnectionLimit))
             let retained = Unmanaged.passRetained(context)
             let started = address.withSockaddrPointer { socketAddress in
@@ -125,6 +127,8 @@ public final class HTTPServer: Sendable {
             // new connections instead of queueing them in the backlog. It is closed after
             // `MHD_stop_daemon`, as libmicrohttpd asks.
             if listener >= 0 { _ = shutdown(listener, Int32(SHUT_RDWR)) }
+            // Open streams end (after what they hold is sent), so their connections complete.
+            current.context.takeUnretainedValue().closeStreams()
             let deadline = Self.nowNanoseconds() + UInt64(max(0, configuration.shutdownGraceSeconds)) * 1_000_000_000
             while counters.value(counters.inFlight) > 0 && Self.nowNanoseconds() < deadline {
                 usleep(5_000)

@@ -13,6 +13,13 @@ public struct HTTPServerConfiguration: Sendable {
     /// The most header bytes (names and values) accepted; more get the `tooLarge` response with
     /// ``HTTPRequest/exceededLimit`` ``HTTPServerLimit/headers`` (answered 431).
     public var maxHeaderBytes: Int = 16384
+    /// The most query parameters a request target may hold; more get the `tooLarge` response
+    /// with ``HTTPRequest/exceededLimit`` ``HTTPServerLimit/parameters`` (answered 414), at once.
+    /// libmicrohttpd splits the query into its per-connection memory, which holds this many
+    /// (and would leave a request with many more unanswered).
+    public var maxQueryParameters: Int = HTTPServerConfiguration.defaultMaxQueryParameters
+    /// The default of ``maxQueryParameters``.
+    public static let defaultMaxQueryParameters = 256
     /// libmicrohttpd's memory per connection, which must hold the request line and headers: a
     /// request too large for it is refused by libmicrohttpd itself with its own HTML page, so it
     /// is kept well above the two limits above (0: twice their sum and 16 KiB, at least 64 KiB).

@@ -28,6 +28,7 @@ final class HTTPServerContext: Sendable {
     let maxBodyBytes: Int
     let maxTargetBytes: Int
     let maxHeaderBytes: Int
+    let maxQueryParameters: Int
     /// Runs the handlers that do not answer inline.
     let pool: HandlerPool
     let counters: HTTPServerCounters
@@ -37,6 +38,8 @@ final class HTTPServerContext: Sendable {
     /// connection is accepted, its requests answered 429 (`tooLarge` with
     /// ``HTTPRequest/exceededLimit`` ``HTTPServerLimit/connections``) and it is closed.
     let perAddressLimit: Int
+    /// The streamed responses being sent.
+    private let streams = Mutex<[ObjectIdentifier: HTTPStream]>([:])
     /// Open connections by peer address.
     private let connectionsByAddress = Mutex<[String: Int]>([:])
     /// libmicrohttpd's error messages while the daemon starts; `nil` once it runs.
@@ -47,13 +50,15 @@ final class HTTPServerContext: Sendable {
         tooLarge: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
         dispatch: @escaping @Sendable (HTTPRequest) -> HTTPDispatch,
         deferred: (@Sendable (HTTPRequest, HTTPResponder) -> Void)?, maxBodyBytes: Int, maxTargetBytes: Int = .max,
-        maxHeaderBytes: Int = .max, pool: HandlerPool, counters: HTTPServerCounters, watchdog: RequestWatchdog? = nil,
+        maxHeaderBytes: Int = .max, maxQueryParameters: Int = .max, pool: HandlerPool, counters: HTTPServerCounters,
+        watchdog: RequestWatchdog? = nil,
         perAddressLimit: Int = 0
     ) {
         self.watchdog = watchdog
         self.perAddressLimit = perAddressLimit
         self.maxTargetBytes = maxTargetBytes
         self.maxHeaderBytes = maxHeaderBytes
+        self.maxQueryParameters = maxQueryParameters
         self.handler = handler
         self.tooLarge = tooLarge
         self.dispatch = dispatch
@@ -84,6 +89,11 @@ final class HTTPServerContext: Sendable {
             if clock(of: connection)?.isOverLimit == true {
                 pending.exceeded = true
                 pending.request.exceededLimit = .connections
+                return respond(to: pending, on: connection)
+            }
+            if clock(of: connection)?.parametersExceeded.load(ordering: .relaxed) == true {
+                pending.exceeded = true
+                pending.request.exceededLimit = .parameters
                 return respond(to: pending, on: connection)
             }
             if target > maxTargetBytes || headerBytes > maxHeaderBytes {
@@ -141,8 +151,8 @@ final class HTTPServerContext: Sendable {
     private func respond(to pending: PendingRequest, on connection: OpaquePointer) -> MHD_Result {
         if let response = pending.response {
             pending.response = nil
-            clock(of: connection)?.restart()
-            return HTTPConnection.queue(response, on: connection, closing: counters.isStopping)
+            started(response, on: connection)
+            return HTTPConnection.queue(response, on: connection, closing: counters.isStopping, context: self)
         }
         guard !pending.answered else { return .YES }
         pending.answered = true
@@ -151,10 +161,10 @@ final class HTTPServerContext: Sendable {
             counters.add(counters.inHandler, 1)
             let response = pending.exceeded ? tooLarge(pending.request) : handler(pending.request)
             counters.add(counters.inHandler, -1)
-            let clock = clock(of: connection)
-            clock?.restart()
+            started(response, on: connection)
             return HTTPConnection.queue(
-                response, on: connection, closing: counters.isStopping || clock?.isOverLimit == true)
+                response, on: connection, closing: counters.isStopping || clock(of: connection)?.isOverLimit == true,
+                context: self)
         }
         clock(of: connection)?.pause()
         counters.add(counters.suspended, 1)
@@ -167,6 +177,53 @@ final class HTTPServerContext: Sendable {
             pool.submit { [handler] in responder.respond(handler(responder.request)) }
         }
         return .YES
+    }
+
+    /// A request line arrived: its clock starts, and a query of more than `maxQueryParameters`
+    /// parameters is emptied before libmicrohttpd splits it (the bytes are libmicrohttpd's own
+    /// read buffer, where it ends each part of the request line itself), to be answered as over
+    /// the limit.
+    func received(target: UnsafePointer<CChar>?, on connection: OpaquePointer) {
+        guard let clock = clock(of: connection) else { return }
+        clock.restart()
+        var exceeded = false
+        var question: UnsafePointer<CChar>?
+        var count = 1
+        var cursor = target
+        while let current = cursor, current.pointee != 0 {
+            if question == nil {
+                if current.pointee == CChar(UInt8(ascii: "?")) { question = current }
+            } else if current.pointee == CChar(UInt8(ascii: "&")) {
+                count += 1
+            }
+            cursor = current + 1
+        }
+        if let question, count > maxQueryParameters {
+            exceeded = true
+            UnsafeMutablePointer(mutating: question + 1).pointee = 0
+        }
+        clock.parametersExceeded.store(exceeded, ordering: .relaxed)
+    }
+
+    /// Starts the clock of sending `response`: a slow reader is held to the request's total time,
+    /// except for a stream, which is open as long as it is written to.
+    private func started(_ response: HTTPResponse, on connection: OpaquePointer) {
+        if response.stream == nil { clock(of: connection)?.restart() } else { clock(of: connection)?.pause() }
+    }
+
+    /// Notes a stream being sent, so that ``closeStreams()`` can end it.
+    func register(_ stream: HTTPStream) {
+        streams.withLock { $0[ObjectIdentifier(stream)] = stream }
+    }
+
+    /// Forgets a stream libmicrohttpd is done with.
+    func unregister(_ stream: HTTPStream) {
+        _ = streams.withLock { $0.removeValue(forKey: ObjectIdentifier(stream)) }
+    }
+
+    /// Ends every stream being sent (the server is stopping): each sends what it holds and ends.
+    func closeStreams() {
+        for stream in streams.withLock({ Array($0.values) }) { stream.close() }
     }
 
     /// The completion notice (also sent for aborted and timed-out requests): releases the

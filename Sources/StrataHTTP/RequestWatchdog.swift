@@ -25,6 +25,8 @@ final class ConnectionClock: Sendable {
     /// response was queued, so a slow reader is limited too), or, with `waiting` set, when the
     /// connection began to wait for its next request (it opened, or a response was sent).
     let since: Atomic<UInt64>
+    /// Whether the current request's query had more parameters than the server takes.
+    let parametersExceeded = Atomic<Bool>(false)
 
     init(socket: Int32, address: String, isOverLimit: Bool) {
         self.socket = socket

@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataHTTP
 import StrataServer
 import StrataTestSupport
 import Testing
@@ -38,6 +39,39 @@ import Testing
         // A pattern that behaves still works.
         let fine = try fixture.client.send("GET", "/tags?where=" + Self.query("name MATCHES 'a{36}!'"))
         #expect(fine.json.objectValue?["items"]?.arrayValue?.count == 1)
+    }
+
+    /// libmicrohttpd splits a query into its per-connection memory: past what that holds, a
+    /// request got no answer at all until the idle timeout. Every request within the limits is
+    /// answered, and one with more parameters than the server takes is a 414 problem at once, on
+    /// a connection that goes on serving.
+    @Test func manyQueryParametersAreAnsweredAtOnce() throws {
+        let fixture = try ServerFixture()
+        let limit = HTTPServerConfiguration.defaultMaxQueryParameters
+        let connection = try TestConnection(port: fixture.server.port, receiveTimeout: 10)
+        for query in [
+            (0..<950).map { "a\($0)=1" }, Array(repeating: "year=gte.1", count: 1000),
+            (0..<(limit + 1)).map { "a\($0)=1" },
+        ] {
+            let response = try connection.request("GET", "/books?" + query.joined(separator: "&"))
+            #expect(response.status == 414, "\(query.count) parameters: \(response.text)")
+            #expect(response.text.contains("more than \(limit) parameters"))
+            #expect(response.header("Content-Type") == "application/problem+json")
+        }
+        // At the limit, with a target and headers near theirs, the request is the service's.
+        let long = String(repeating: "v", count: 118)
+        let atLimit = (0..<limit).map { "a\($0)=\(long)" }.joined(separator: "&")
+        var headers: [String: String] = [:]
+        for index in 0..<200 { headers["X-Filler-\(index)"] = String(repeating: "b", count: 50) }
+        let answered = try connection.request("GET", "/books?" + atLimit, headers: headers)
+        #expect(answered.status == 400, "\(answered.text)")
+        #expect(answered.text.contains("unknown filter"))
+        // Filters have a limit of their own, which the service states.
+        let filters = Array(repeating: "year=gte.1", count: limit).joined(separator: "&")
+        let refused = try connection.request("GET", "/books?" + filters)
+        #expect(refused.status == 400 && refused.text.contains("at most 64"), "\(refused.text)")
+        let repeated = Array(repeating: "year=gte.1", count: 64).joined(separator: "&")
+        #expect(try connection.request("GET", "/books?" + repeated).status == 200)
     }
 
     @Test func aQueryPastItsBudgetIsStoppedInTheStoreAndAnswered503() throws {

@@ -25,8 +25,12 @@ extension ServerFixture {
         try sqliteDump(catalogURL) + sqliteDump(activityURL)
     }
 
-    /// ``dump()`` without the history tables and their `AUTOINCREMENT` counter: the objects alone.
+    /// ``dump()`` without the history tables, their `AUTOINCREMENT` counter and the key floors
+    /// deletes raise (`SQLiteStore.keyFloorKey(_:)`): the objects alone.
     func dataDump() throws -> [String] {
-        try dump().filter { !$0.hasPrefix("_strata_history") && !$0.hasPrefix("sqlite_sequence: _strata_history") }
+        try dump().filter {
+            !$0.hasPrefix("_strata_history") && !$0.hasPrefix("sqlite_sequence: _strata_history")
+                && !$0.hasPrefix("\(SQLiteStore.metadataTable): \(SQLiteStore.keyFloorKey(""))")
+        }
     }
 }

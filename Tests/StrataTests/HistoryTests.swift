@@ -367,4 +367,32 @@ import Testing
                 HistoryChange(objectID: book.objectID, kind: .update, updatedProperties: ["pages"], version: 3)
             ])
     }
+
+    /// The history names objects by their keys, so a deleted object's key is never handed out
+    /// again, also when it was the largest and the store was closed in between: the feed would
+    /// show the deleted object inserted anew at version 1.
+    @Test(arguments: StoreUnderTest.allCases.filter { $0 != .memory }, [true, false])
+    func keysOfDeletedObjectsAreNotHandedOutAgain(_ kind: StoreUnderTest, recording: Bool) throws {
+        let folder = TemporaryDirectory()
+        let options = StoreOptions(recordsHistory: recording)
+        var coordinator = try Self.open(kind, folder, options: options)
+        var context = ObjectContext(coordinator: coordinator)
+        let kept = try context.insert("Book", values: ["title": .string("Dune")])
+        let deleted = try context.insert("Book", values: ["title": .string("Emma")])
+        try context.save()
+        try context.delete(deleted)
+        try context.save()
+        Self.close(coordinator)
+
+        coordinator = try Self.open(kind, folder, options: options)
+        defer { Self.close(coordinator) }
+        context = ObjectContext(coordinator: coordinator)
+        let inserted = try context.insert("Book", values: ["title": .string("Ulysses")])
+        try context.save()
+        let keys = [kept, deleted, inserted].map { $0.objectID.primaryKey ?? 0 }
+        #expect(keys[2] > keys[1] && keys[1] > keys[0])
+        guard recording else { return }
+        let changes = try coordinator.history().flatMap(\.changes).filter { $0.objectID == deleted.objectID }
+        #expect(changes.map(\.kind) == [.insert, .delete])
+    }
 }

@@ -13,6 +13,8 @@ final class CommitTicket: @unchecked Sendable {
     /// Objects whose states as committed the caller wants back, and those states once committed.
     let keeping: [ObjectID]
     var snapshots: [ObjectID: StoreRow] = [:]
+    /// The history token of the transaction that saved the ticket's changes.
+    var historyToken: HistoryToken?
     var error: ContextError?
     let done = DispatchSemaphore(value: 0)
     /// For a commit nobody waits for: the child, whose changes are cleared once committed, and
@@ -43,6 +45,7 @@ final class CommitTicket: @unchecked Sendable {
             return
         }
         child?.storage.withLock { $0.clearPending() }
+        child?.savedHistoryToken = historyToken
         completion(.success(snapshots))
     }
 }
@@ -147,6 +150,7 @@ extension ObjectContext {
         }
         if let error = ticket.error { throw error }
         child.storage.withLock { $0.clearPending() }
+        child.savedHistoryToken = ticket.historyToken
         return ticket.snapshots
     }
 
@@ -253,6 +257,7 @@ extension ObjectContext {
                         s.staging = false
                         var snapshots: [ObjectID: StoreRow] = [:]
                         let changes = finish(result, &s, keeping: ready.flatMap(\.keeping), into: &snapshots)
+                        for ticket in ready { ticket.historyToken = result.historyToken }
                         if !snapshots.isEmpty {
                             for ticket in ready {
                                 for id in ticket.keeping { ticket.snapshots[id] = snapshots[id] }
@@ -290,8 +295,13 @@ extension ObjectContext {
             }
         }
         guard !ready.isEmpty else { return [] }
-        // One by one, so each member's outcome is its own (merge policies apply here).
-        return storage.withLock { s in
+        return commitOneByOne(ready)
+    }
+
+    /// Writes the members of a group that failed together one by one, so each member's outcome
+    /// is its own (merge policies apply here).
+    private func commitOneByOne(_ ready: [CommitTicket]) -> [ContextChanges] {
+        storage.withLock { s in
             var published: [ContextChanges] = []
             for ticket in ready {
                 do throws(ContextError) {
@@ -301,6 +311,7 @@ extension ObjectContext {
                     if let changes = try saveToStores(
                         &s, strict: strict, keeping: ticket.keeping, into: &ticket.snapshots)
                     {
+                        ticket.historyToken = changes.historyToken
                         published.append(changes)
                     }
                 } catch {

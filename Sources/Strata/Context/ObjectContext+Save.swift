@@ -242,7 +242,10 @@ extension ObjectContext {
             for name in change.toMany.keys where joinStored(k.entityName, name) {
                 update.toMany[name] = try toManyList(k, name, &s)
             }
-            // A change only to a to-many relationship kept by the other side's column writes nothing.
+            // A change to a to-many relationship kept by the other side's column writes nothing of
+            // this object's; its history records it.
+            let related = change.toMany.keys.filter { !joinStored(k.entityName, $0) }
+            if !related.isEmpty { request.related[k] = RelatedChange(names: related.sorted(), version: state.version) }
             if update.attributes.isEmpty && update.toOne.isEmpty && update.toMany.isEmpty { continue }
             request.updates.append(update)
         }
@@ -340,6 +343,7 @@ extension ObjectContext {
         if let limit = s.cacheLimit, s.objects.count > limit { s.objects.removeAll(keepingCapacity: true) }
         var changes = ContextChanges(inserted: inserted, updated: updated, deleted: deleted, byStore: byStore)
         changes.historyToken = result.historyToken
+        savedHistoryToken = result.historyToken
         return changes
     }
 

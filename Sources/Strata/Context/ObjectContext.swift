@@ -38,6 +38,7 @@ public final class ObjectContext: @unchecked Sendable {
     private let policyBox = Locked(MergePolicy.error)
     /// The context's name and transaction author, kept outside `storage` for the same reason.
     private let authorshipBox = Locked(HistoryAuthorship())
+    private let savedTokenBox = Locked<HistoryToken?>(nil)
 
     /// Creates a root context that saves through `coordinator`.
     public init(coordinator: StoreCoordinator, mergePolicy: MergePolicy = .error) {
@@ -93,6 +94,16 @@ public final class ObjectContext: @unchecked Sendable {
     public var transactionAuthor: String? {
         get { authorshipBox.withLock { $0.author } }
         set { authorshipBox.withLock { $0.author = newValue } }
+    }
+
+    /// The history token of the transaction that last saved this context's changes into the
+    /// stores (a root's ``save()``, or a child's ``commit(_:expecting:keeping:)`` through its
+    /// root); nil when none has, or when the stores it wrote record no history. A snapshot of the
+    /// objects that save wrote is current as of this token: following the history after it
+    /// misses no later change.
+    public var savedHistoryToken: HistoryToken? {
+        get { savedTokenBox.withLock { $0 } }
+        set { savedTokenBox.withLock { $0 = newValue } }
     }
 
     /// The name and author a save records.

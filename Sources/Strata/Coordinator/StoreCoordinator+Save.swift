@@ -12,6 +12,9 @@ public struct SaveRequest: Sendable, Hashable {
     public var deletes: [StoreDeletion]
     /// Who saves, for the history of stores that record it.
     public var authorship: HistoryAuthorship
+    /// Objects whose to-many relationships kept by the other side's column changed, for the
+    /// history (see ``StoreChanges/related``).
+    public var related: [ObjectID: RelatedChange] = [:]
 
     /// Creates a save request.
     public init(
@@ -71,6 +74,7 @@ extension StoreCoordinator {
         var updates = request.updates
         try save.rewriteReferences(inserts: &inserted, updates: &updates)
         try save.split(inserts: inserted, updates: updates, deletes: request.deletes)
+        save.route(request.related)
         save.planParticipation(authorship: request.authorship)
         let prepared = try save.prepareStores()
         let versions = try save.commit(prepared)
@@ -224,6 +228,15 @@ struct SaveInProgress {
             let owner = try place(deletion.id)
             changes[owner, default: StoreChanges()].deletes.append(deletion)
             summaries[owner, default: StoreChangeSummary()].deleted.append(deletion.id)
+        }
+    }
+
+    /// Hands each store the related changes of its objects (those of stores the save writes
+    /// nothing else in are left out: they make no transaction of their own).
+    mutating func route(_ related: [ObjectID: RelatedChange]) {
+        for (id, change) in related {
+            guard let owner = id.storeIdentifier, changes[owner] != nil else { continue }
+            changes[owner]!.related[id] = change
         }
     }
 

@@ -74,9 +74,29 @@ extension SQLiteStore {
         versions: [ObjectID: Int64], history: Int64?
     ) {
         do {
-            return try writeChanges(changes, db)
+            let written = try writeChanges(changes, db)
+            try raiseKeyFloors(changes.deletes, db)
+            return written
         } catch {
             throw error as? StoreError ?? StoreError(.io, "SQLite write failed: \(error)", storeURL: url)
+        }
+    }
+
+    /// Raises, inside the open transaction, the key floor (``keyFloorKey(_:)``) of every table
+    /// `deletions` delete rows from above their keys.
+    private func raiseKeyFloors(_ deletions: [StoreDeletion], _ db: SQLiteConnection) throws {
+        var floors: [String: Int64] = [:]
+        for deletion in deletions {
+            guard let key = deletion.id.primaryKey, let table = schema.table(for: deletion.id.entityName) else {
+                continue
+            }
+            floors[table.name] = max(floors[table.name] ?? 0, key + 1)
+        }
+        for (table, floor) in floors {
+            try db.run(
+                "INSERT INTO \(Self.metadataTable) (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET "
+                    + "value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                [.text(Self.keyFloorKey(table)), .integer(floor)])
         }
     }
 

@@ -57,6 +57,12 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
 
     static let metadataTable = "_strata_metadata"
 
+    /// The metadata key of `table`'s key floor: one more than the largest primary key a row
+    /// deleted from it had, so that a key is never handed out twice, also when the row with the
+    /// largest key is gone (Core Data's `Z_PRIMARYKEY.Z_MAX`). History, ETags and clients name
+    /// objects by their keys.
+    static func keyFloorKey(_ table: String) -> String { "keyFloor." + table }
+
     /// Opens or creates the store at `url` for `configuration` of `model`.
     ///
     /// A store written with another version of the model is migrated in one transaction when
@@ -138,7 +144,8 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         for table in schema.tables.keys {
             let maximum = try? writer.query("SELECT max(\"_pk\") FROM \(SQLiteSchema.quote(table))") { $0.int64(0) }
                 .first
-            keys[table] = (maximum ?? 0) + 1
+            let floor = values?[Self.keyFloorKey(table)].flatMap { Int64($0) } ?? 0
+            keys[table] = max((maximum ?? 0) + 1, floor)
         }
         nextKeys = Locked(keys)
         if options.recordsHistory && !options.readOnly { try Self.createHistoryTables(writer, url: url) }

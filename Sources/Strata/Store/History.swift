@@ -181,14 +181,22 @@ extension StoreChanges {
         var changes: [HistoryChange] = []
         changes.reserveCapacity(inserts.count + updates.count + deletes.count)
         for row in inserts { changes.append(HistoryChange(objectID: row.id, kind: .insert, version: 1)) }
+        var written = Set(inserts.map(\.id))
         for update in updates {
             var names = Array(update.attributes.keys)
             names += update.toOne.keys
             names += update.toMany.keys
+            names += related[update.id]?.names ?? []
+            written.insert(update.id)
             changes.append(
                 HistoryChange(
                     objectID: update.id, kind: .update, updatedProperties: Array(Set(names)).sorted(),
                     version: versions[update.id] ?? 0))
+        }
+        for deletion in deletes { written.insert(deletion.id) }
+        for (id, change) in related.sorted(by: { ObjectID.precedes($0.key, $1.key) }) where !written.contains(id) {
+            changes.append(
+                HistoryChange(objectID: id, kind: .update, updatedProperties: change.names, version: change.version))
         }
         for deletion in deletes {
             changes.append(

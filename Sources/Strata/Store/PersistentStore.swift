@@ -153,6 +153,21 @@ public struct StoreDeletion: Sendable, Hashable {
     }
 }
 
+/// A change of an object's to-many relationships that writes no row of its own (the other
+/// side's column holds them), for the history.
+public struct RelatedChange: Sendable, Hashable {
+    /// The relationships that changed.
+    public var names: [String]
+    /// The object's version, which such a change leaves as it is.
+    public var version: Int64
+
+    /// Creates a related change.
+    public init(names: [String], version: Int64) {
+        self.names = names
+        self.version = version
+    }
+}
+
 /// One save's changes for one store. Inserted rows carry permanent IDs of this store.
 public struct StoreChanges: Sendable, Hashable {
     /// New objects, every attribute and relationship given.
@@ -168,6 +183,10 @@ public struct StoreChanges: Sendable, Hashable {
     public var housekeeping = StoreHousekeeping()
     /// Who saved, for the history transaction a store recording history writes with the changes.
     public var authorship = HistoryAuthorship()
+    /// Objects of this store whose to-many relationships kept by the other side's column changed
+    /// (a book added to an author's `books` writes only the book's row): no row of theirs is
+    /// written, but their history records them as updated.
+    public var related: [ObjectID: RelatedChange] = [:]
 
     /// Creates a change set.
     public init(inserts: [StoreRow] = [], updates: [StoreUpdate] = [], deletes: [StoreDeletion] = []) {

@@ -122,8 +122,10 @@ extension OpenAPIBuilder {
                             "description": .string(
                                 "The changes after `since`, in commit order, and `next`, where the following page "
                                     + "starts. As `text/event-stream` (asked for with `Accept: text/event-stream`): "
-                                    + "one event per change, `id:` its token, `event: change`, `data:` the change as "
-                                    + "JSON, and comment lines (`:`) as heartbeats while nothing commits."),
+                                    + "one event per change, `event: change` and `data:` the change as JSON, the last "
+                                    + "of each transaction with `id:` its token (so a reconnection with "
+                                    + "`Last-Event-ID` resumes after a whole transaction), and comment lines (`:`) as "
+                                    + "heartbeats while nothing commits."),
                             "content": [
                                 "application/json": ["schema": ["$ref": "#/components/schemas/ChangePage"]],
                                 "text/event-stream": [

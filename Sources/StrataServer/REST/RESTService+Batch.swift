@@ -57,7 +57,7 @@ extension RESTService {
             results.append(
                 .object(["status": .integer(Int64(response.status)), "headers": .object(headers), "body": body]))
         }
-        return json(200, .object(["results": .array(results)]))
+        return json(200, .object(["results": .array(results)]), headers: savedTokenHeader(child))
     }
 
     /// Runs one batch operation in `child`.

@@ -45,6 +45,9 @@ public final class RESTService: Sendable {
     let docs: APIDocs
     /// The bounds on a request's shape.
     let limits: RequestLimits
+    /// The readers of `/_changes` that wait, and the token responses carry; nil when no store
+    /// records history.
+    let changeFeed: ChangeFeed?
 
     /// Creates the service.
     /// - Parameters:
@@ -56,14 +59,27 @@ public final class RESTService: Sendable {
     ///   - openAPI: the OpenAPI document to serve, if any.
     ///   - readCacheLimit: how many rendered objects per entity the service keeps for reads by id
     ///     (0 keeps none). The cache sees writes made through ``root`` only.
-    /// - Throws: ``Problem`` (status 500) when an entity is held by no store or by several.
+    ///   - heartbeatSeconds: how often an event stream of `/_changes` gets a comment line when no
+    ///     change is sent (a client or proxy then knows the connection is alive).
+    /// - Throws: ``Problem`` (status 500) when an entity is held by no store or by several, or the
+    ///   history cannot be read.
     public init(
         root: ObjectContext, reads: any CommittedReads, metrics: Metrics = Metrics(),
         openAPI: (@Sendable () -> (json: String, yaml: String))? = nil, readCacheLimit: Int = 10_000,
-        entityAccess: [String: EntityAccess] = [:], docs: APIDocs = APIDocs(), limits: RequestLimits = RequestLimits()
+        entityAccess: [String: EntityAccess] = [:], docs: APIDocs = APIDocs(), limits: RequestLimits = RequestLimits(),
+        heartbeatSeconds: Double = 15
     ) throws(Problem) {
         self.docs = docs
         self.limits = limits
+        if root.coordinator.historyStores.isEmpty {
+            changeFeed = nil
+        } else {
+            do {
+                changeFeed = try ChangeFeed(coordinator: root.coordinator, heartbeatInterval: heartbeatSeconds)
+            } catch {
+                throw Problem(error)
+            }
+        }
         model = reads.model
         access = reads.model.resolvedAccess(overrides: entityAccess)
         self.reads = reads
@@ -124,12 +140,15 @@ public final class RESTService: Sendable {
         remoteEntities = Set(shared)
         let readCache = ReadCache(model: reads.model, limit: readCacheLimit, uncached: remoteEntities)
         self.readCache = readCache
+        let changeFeed = self.changeFeed
         root.observeSaves { changes in
             readCache.invalidate(changes)
             metrics.recordSave(stores: Array(changes.byStore.keys))
+            changeFeed?.noteCommitted(changes.historyToken)
         }
         // Another server's saves into a shared store: forget what they changed, here and in the root.
         reads.observeExternalChanges { [root] change in
+            changeFeed?.wake()
             switch change {
             case .objects(let ids): readCache.invalidate(ContextChanges(externallyChanged: ids))
             case .everything: readCache.clearAll()
@@ -145,6 +164,7 @@ public final class RESTService: Sendable {
     ///   everything).
     public func handle(_ request: HTTPRequest, context: RequestContext = RequestContext()) -> HTTPResponse {
         let started = DispatchTime.now().uptimeNanoseconds
+        let token = changeFeed?.knownTokenText
         let route = Route(path: request.path, resources: resources)
         var response: HTTPResponse
         do {
@@ -152,8 +172,33 @@ public final class RESTService: Sendable {
         } catch {
             response = error.response
         }
+        Self.mark(&response, token)
         record(response, to: request, on: route, started: started)
         return response
+    }
+
+    /// Ends the change feed's streams and long-polls (the server is stopping).
+    public func shutdown() {
+        changeFeed?.stop()
+    }
+
+    /// Adds the history token of the state `response` shows (`token`, taken before the request
+    /// was answered: nothing committed since is in the token, so following the feed from it
+    /// misses nothing), unless the response names its own (a write names the one it produced).
+    static func mark(_ response: inout HTTPResponse, _ token: String?) {
+        guard let token, response.status < 500, response.stream == nil,
+            !response.headers.contains(where: { $0.name == historyTokenHeader })
+        else { return }
+        response.headers.append((historyTokenHeader, token))
+    }
+
+    /// The header naming the token of the transaction that saved `child` (with the feed's known
+    /// token for the stores it did not write); none without history.
+    func savedTokenHeader(_ child: ObjectContext, since start: HistoryToken? = nil) -> [(name: String, value: String)] {
+        guard let changeFeed else { return [] }
+        let base = start ?? changeFeed.knownToken
+        guard let saved = child.savedHistoryToken else { return [(Self.historyTokenHeader, base.description)] }
+        return [(Self.historyTokenHeader, base.merging(saved).description)]
     }
 
     /// Counts an answered request in the metrics.
@@ -186,6 +231,7 @@ public final class RESTService: Sendable {
         switch (method, route) {
         case ("GET", .item(let entity, _)) where remoteEntities.contains(entity): return .deferred
         case ("GET", .index) where !remoteEntities.isEmpty: return .pool
+        case ("GET", .changes) where isLongPoll(request): return .deferred
         case ("GET", .index), ("GET", .live), ("GET", .ready), ("GET", .metrics), ("GET", .item), ("GET", .unknown),
             ("GET", .docs):
             return .inline
@@ -290,11 +336,21 @@ public final class RESTService: Sendable {
         completion: @escaping @Sendable (HTTPResponse) -> Void
     ) {
         let started = DispatchTime.now().uptimeNanoseconds
+        let token = changeFeed?.knownTokenText
         let route = Route(path: request.path, resources: resources)
         if case .item(let entity, let id) = route, request.method == "GET" || request.method == "HEAD",
             allowed(route).contains("GET"), !Self.wantsHTML(request)
         {
             read(entity, id, request, blocking: lead) { [self] response in
+                var response = response
+                Self.mark(&response, token)
+                record(response, to: request, on: route, started: started)
+                completion(response)
+            }
+            return
+        }
+        if route == .changes, isLongPoll(request) {
+            awaitChanges(request, lead: lead) { [self] response in
                 record(response, to: request, on: route, started: started)
                 completion(response)
             }
@@ -305,6 +361,8 @@ public final class RESTService: Sendable {
             return
         }
         write(request, prepare, lead: lead) { [self] response in
+            var response = response
+            Self.mark(&response, token)
             record(response, to: request, on: route, started: started)
             completion(response)
         }
@@ -320,6 +378,7 @@ public final class RESTService: Sendable {
         lead: (@escaping @Sendable () -> Void) -> Void, completion: @escaping @Sendable (HTTPResponse) -> Void
     ) {
         let child = root.newChildContext()
+        let start = changeFeed?.knownToken
         var expectations: [ObjectID: Int64] = [:]
         do throws(Problem) {
             let outcome = try body(child, &expectations)
@@ -331,7 +390,9 @@ public final class RESTService: Sendable {
                     case .failure(let error): completion(Self.problem(error, keeping: Set(kept)).response)
                     case .success(let saved):
                         do throws(Problem) {
-                            completion(try render(outcome, request, created: child, saved: saved))
+                            var response = try render(outcome, request, created: child, saved: saved)
+                            response.headers += savedTokenHeader(child, since: start)
+                            completion(response)
                         } catch {
                             completion(error.response)
                         }

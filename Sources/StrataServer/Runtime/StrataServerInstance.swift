@@ -261,6 +261,9 @@ public final class StrataServerInstance: Sendable {
 
     /// Stops accepting connections, lets in-flight requests finish, and closes the stores.
     public func stop() {
+        // The change feed's streams and long-polls end first, so that no open connection holds
+        // up the server's stop.
+        service.withLock { $0 }?.shutdown()
         http.stop()
         service.withLock { $0 = nil }
         pruner.withLock { pruner in

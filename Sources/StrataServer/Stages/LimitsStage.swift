@@ -38,6 +38,10 @@ struct LimitsStage: ServerStage {
                     429, "Too Many Requests",
                     "this address has \(maxConnectionsPerIP) connections open already; reuse one",
                     headers: [("Retry-After", "1")])
+            case .parameters:
+                Problem(
+                    414, "URI Too Long",
+                    "the query has more than \(HTTPServerConfiguration.defaultMaxQueryParameters) parameters")
             case .time:
                 Problem(
                     408, "Request Timeout", "the request took longer than \(requestTimeoutSeconds) s to arrive")

@@ -20,7 +20,7 @@ import Testing
         let expected: [(HTTPServerLimit, Int, String)] = [
             (.body, 413, "larger than 100 bytes"), (.target, 414, "longer than 200 bytes"),
             (.headers, 431, "larger than 300 bytes"), (.connections, 429, "4 connections open"),
-            (.time, 408, "longer than 7 s"),
+            (.time, 408, "longer than 7 s"), (.parameters, 414, "more than 256 parameters"),
         ]
         #expect(Set(expected.map(\.0)) == Set(HTTPServerLimit.allCases))
         for (limit, status, detail) in expected {

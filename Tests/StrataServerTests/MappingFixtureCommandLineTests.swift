@@ -1,0 +1,74 @@
+import Foundation
+import StrataTestSupport
+import Testing
+
+@testable import Strata
+
+/// `strata migrate` with Core Data mapping models on the project's own fixture
+/// (``NotebookMappingFixture``): found on their own beside the model bundle, given with
+/// `--mapping`, and a mapping naming a custom policy class refused with nothing changed. These
+/// always run; ``MappingCommandLineTests`` adds the Moody material when it is there.
+@Suite struct MappingFixtureCommandLineTests {
+    static func rows(_ url: URL, _ sql: String) throws -> [String] {
+        let db = try SQLiteConnection(path: url.path, readOnly: true)
+        return try db.query(sql) { row in
+            (0..<row.columnCount).map { row.isNull($0) ? "nil" : row.text($0) }.joined(separator: "|")
+        }
+    }
+
+    @Test func migrateFindsTheMappingModelsBesideTheBundle() throws {
+        let folder = TemporaryDirectory()
+        let bundle = try NotebookMappingFixture.write(in: folder.url)
+        let store = folder.file("notes.sqlite")
+        try NotebookMappingFixture.seedVersion1(at: store, bundle: bundle)
+        let toThree = [
+            "migrate", "--model", bundle.appendingPathComponent("Notes 3.xcdatamodel").path, "--history", bundle.path,
+            "--store", "Default=\(store.path)",
+        ]
+        let dryRun = try CommandLineTests.run(toThree + ["--dry-run"])
+        #expect(dryRun.status == 0, "\(dryRun.error)")
+        #expect(dryRun.output.contains("step 1 → 2 (mapping model Notes-Notes 2):"), "\(dryRun.output)")
+        #expect(dryRun.output.contains("entity mapping NoteToArticle"), "\(dryRun.output)")
+        #expect(dryRun.output.contains("step 2 → 3:"), "\(dryRun.output)")
+
+        // To the current version 4 the 3 → 4 mapping needs the app's policy class: refused, nothing changed.
+        let before = try Data(contentsOf: store)
+        let refused = try CommandLineTests.run(["migrate", "--model", bundle.path, "--store", "Default=\(store.path)"])
+        #expect(refused.status == 1)
+        let said = refused.output + refused.error
+        #expect(
+            said.contains("'\(NotebookMappingFixture.statusPolicyClass)'")
+                && said.contains("entity mapping ArticleToArticle"), "\(said)")
+        #expect(try Data(contentsOf: store) == before)
+
+        let migrated = try CommandLineTests.run(toThree)
+        #expect(migrated.status == 0, "\(migrated.error)")
+        #expect(try Self.rows(store, NotebookMappingFixture.articlesQuery) == NotebookMappingFixture.migratedArticles)
+    }
+
+    @Test func migrateTakesAMappingModelGivenWithTheOption() throws {
+        let folder = TemporaryDirectory()
+        // The bundle alone, in a folder without mapping models; the mapping model elsewhere.
+        let bundle = try XcodeModelWriter.writeBundle(
+            named: "Notes", versions: NotebookMappingFixture.versions, current: "Notes 4",
+            in: folder.file("models"))
+        let mapping = try XcodeMappingWriter.write(
+            NotebookMappingFixture.notesToNotes2(), named: "Notes-Notes 2", in: folder.file("mappings"))
+        let store = folder.file("notes.sqlite")
+        try NotebookMappingFixture.seedVersion1(at: store, bundle: bundle)
+        let toTwo = [
+            "migrate", "--model", bundle.appendingPathComponent("Notes 2.xcdatamodel").path, "--history", bundle.path,
+            "--store", "Default=\(store.path)",
+        ]
+        let inferred = try CommandLineTests.run(toTwo + ["--dry-run"])
+        #expect(!inferred.output.contains("mapping model"), "\(inferred.output)")
+        let given = try CommandLineTests.run(toTwo + ["--dry-run", "--mapping", mapping.path])
+        #expect(given.status == 0, "\(given.error)")
+        #expect(given.output.contains("step 1 → 2 (mapping model Notes-Notes 2):"), "\(given.output)")
+        #expect(given.output.contains("entity mapping NoteToArticle"), "\(given.output)")
+
+        let migrated = try CommandLineTests.run(toTwo + ["--mapping", mapping.path])
+        #expect(migrated.status == 0, "\(migrated.error)")
+        #expect(try Self.rows(store, NotebookMappingFixture.articlesQuery) == NotebookMappingFixture.migratedArticles)
+    }
+}
