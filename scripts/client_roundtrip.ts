@@ -100,11 +100,14 @@ async function followTheFeed(history: HistoryApi, authorID: number, bookID: numb
             change.entity === "Author" ? change.id === authorID : change.id === bookID || bulkIDs.includes(change.id))
         .filter((change) => change.entity === "Author" || change.entity === "Book")
         .map((change) => [change.entity, change.id, change.op, change.version, (change.changed ?? []).join(",")].join(" "));
+    // A book's author changes with it (its `books`), in the same transaction, at the same version.
     const expected = [
         `Author ${authorID} insert 1 `,
         `Book ${bookID} insert 1 `,
+        `Author ${authorID} update 1 books`,
         ...bulkIDs.map((id) => `Book ${id} insert 1 `),
         `Book ${bookID} update 2 rating`,
+        `Author ${authorID} update 1 books`,
         `Book ${bookID} delete 2 `,
     ];
     check(JSON.stringify(mine) === JSON.stringify(expected), "feed: " + JSON.stringify(mine) + " not " + JSON.stringify(expected));
