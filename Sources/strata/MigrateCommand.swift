@@ -20,9 +20,12 @@ enum MigrateCommand {
         abstract: """
             Migrates the stores of the model's configurations to the model (a lightweight migration:
             added, removed and renamed entities and properties, optional/required with a default,
-            relationships and indexes) or the one a Core Data mapping model gives, all of them together
-            or none. Stores that do not exist yet are left alone; stores that already fit the model are
-            not touched.
+            relationships and indexes, to-one/to-many, numeric type changes) or the one a Core Data
+            mapping model gives, all of them together or none. A change that depends on the data (a
+            to-many becoming to-one, a value converted to another type, required with no default) is
+            checked first: when objects do not fit, the migration is refused, naming them, before
+            anything is written. Stores that do not exist yet are left alone; stores that already fit
+            the model are not touched.
             """,
         options: [
             .model(

@@ -20,10 +20,14 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
         case renameAttribute
         /// A required attribute that became optional.
         case makeOptional
-        /// An optional attribute that became required; objects without a value take the default.
+        /// An optional attribute that became required; objects without a value take the default, or,
+        /// with no default, the migration is refused when an object has no value.
         case makeRequired
         /// An integer type widened (16 → 32 → 64 bits) or `float` → `double`: values are kept as they are.
         case widenType
+        /// A numeric type changed to another (integers of any width, `double`, `float`, `decimal`):
+        /// values are converted, and the migration is refused when one does not fit the new type.
+        case convertType
         /// A new relationship, empty for existing objects.
         case addRelationship
         /// A relationship the new model no longer has.
@@ -35,6 +39,9 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
         /// A to-one relationship that became to-many, whose links the join table it shares with
         /// its inverse (an ordered to-many) already holds: they are kept.
         case makeToMany
+        /// A to-many relationship that became to-one: each object's single member becomes its
+        /// destination (none: nil); the migration is refused when an object has more than one.
+        case makeToOne
         /// A new index.
         case addIndex
         /// An index the new model no longer has.
@@ -74,13 +81,15 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
 public struct MigrationRefusal: Sendable, Hashable, CustomStringConvertible {
     /// Why the change cannot be migrated.
     public enum Kind: String, Sendable, Hashable {
-        /// An attribute's type changed with no lossless mapping.
+        /// An attribute's type changed to one that Core Data's inferred mappings do not convert
+        /// (anything but numeric to numeric): a mapping model is needed.
         case typeChange
-        /// A required attribute was added, or an optional one made required, with no default value.
+        /// A required attribute was added with no default value.
         case requiredWithoutDefault
         /// A to-one relationship was added as required, or made required.
         case requiredRelationship
-        /// A relationship changed its destination, to-one/to-many, ordering, or how it is stored.
+        /// A relationship changed its destination, from to-one to to-many (outside the join table
+        /// its inverse kept), its ordering, or how it is stored.
         case relationshipShape
         /// An entity changed its parent entity.
         case parentChange
@@ -97,6 +106,10 @@ public struct MigrationRefusal: Sendable, Hashable, CustomStringConvertible {
         /// A mapping model (``MappingModel``) names a custom migration policy or an expression
         /// that Strata does not evaluate.
         case mappingModel
+        /// The store's data does not fit the new model: an object with no value for an attribute
+        /// that becomes required with no default, a value out of an attribute's new type, or more
+        /// than one member in a to-many that becomes to-one.
+        case dataDoesNotFit
     }
 
     /// Why the change cannot be migrated.
@@ -144,6 +157,35 @@ public struct MigrationStep: Sendable {
     public internal(set) var mappingModel: MappingModel? = nil
     /// The registered policies of the mapping model's policy classes, by class name.
     var policies: [String: any EntityMigrationPolicy] = [:]
+    /// What the store's data must satisfy for the step to run, checked before it writes anything.
+    var checks: [MigrationCheck] = []
+}
+
+/// A condition on a store's data that a step needs and its models alone cannot tell: checked in
+/// the migration's transaction before the step writes anything; when it fails, the migration is
+/// refused with a ``MigrationCheck/Failure`` and the store is left as it was.
+enum MigrationCheck: Sendable, Hashable {
+    /// Every object of `entity` (`oldEntity` in the store) has a value in old column `column`,
+    /// for an attribute that becomes required with no default.
+    case hasValue(entity: String, oldEntity: String, attribute: String, column: String)
+    /// Every value of old column `column` of `oldEntity`'s objects fits type `to`.
+    case fits(
+        entity: String, oldEntity: String, attribute: String, column: String, from: AttributeType, to: AttributeType)
+    /// Every object of `entity` has at most one member in old to-many `oldRelationship` of
+    /// `oldEntity`, which becomes to-one `relationship`; the pairs are kept in temporary table
+    /// ``membersTable(entity:relationship:)`` for the copy.
+    case atMostOneMember(entity: String, relationship: String, oldEntity: String, oldRelationship: String)
+
+    /// The temporary table holding the (owner, member) pairs of a to-many becoming to-one.
+    static func membersTable(entity: String, relationship: String) -> String {
+        "_strata_members_\(entity)_\(relationship)"
+    }
+
+    /// A failed check: what the data holds that the new model cannot.
+    struct Failure: Error, Sendable, Hashable {
+        /// A sentence naming the entity, the property, how many objects and an example.
+        var message: String
+    }
 }
 
 /// How a store gets from the model it was written with to the model it is opened with.
@@ -179,11 +221,24 @@ public struct MigrationPlan: Sendable {
         return lines.joined(separator: "\n")
     }
 
+    /// The plan with what the store's data holds that its first step's new model cannot, found
+    /// by `refusals` (which reads the data as it is), among that step's refusals. Later steps
+    /// start from data the earlier ones convert: they are checked when they run.
+    func checkingData(_ refusals: (MigrationStep) -> [MigrationRefusal]) -> MigrationPlan {
+        guard let first = steps.first, first.mappingModel == nil, !first.checks.isEmpty else { return self }
+        var plan = self
+        plan.steps[0].refusals += refusals(first)
+        return plan
+    }
+
     /// One line naming every refused change, for errors.
     var refusalMessage: String {
         let mapped = refusals.contains { $0.kind == .mappingModel }
+        let data = refusals.allSatisfy { $0.kind == .dataDoesNotFit }
         return "the store cannot be migrated to the model; "
-            + (mapped ? "the migration cannot run: " : "lightweight migration cannot infer: ")
+            + (mapped
+                ? "the migration cannot run: "
+                : data ? "its data does not fit the new model: " : "lightweight migration cannot infer: ")
             + refusals.map(\.description).joined(separator: "; ")
     }
 }
@@ -197,6 +252,12 @@ struct MigrationMapping: Sendable {
         case old(String)
         /// The old column, with NULL replaced by a value.
         case coalesce(String, AttributeValue)
+        /// The old column's values converted from one type to another, NULL replaced by the value
+        /// when there is one.
+        case converted(String, from: AttributeType, to: AttributeType, default: AttributeValue?)
+        /// The single member of the old to-many relationship, looked up in a temporary table of
+        /// (owner, member) pairs.
+        case member(table: String)
         /// A constant (a default).
         case value(AttributeValue)
         /// Nothing.

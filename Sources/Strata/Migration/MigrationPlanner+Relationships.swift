@@ -103,6 +103,18 @@ extension MigrationPlanner {
                         .makeToMany, entity: place, property: relationship.name,
                         "becomes to-many; the links its inverse's join table holds are kept"))
             }
+            if previous.isToMany && !relationship.isToMany {
+                collector.change(
+                    MigrationChange(
+                        .makeToOne, entity: place, property: relationship.name,
+                        "becomes to-one; each object's single member is kept (none: nil), and the migration is refused if an object has more than one"
+                    ))
+                collector.check(
+                    .atMostOneMember(
+                        entity: place, relationship: relationship.name,
+                        oldEntity: old.declaringEntity(of: previous.name, in: oldName) ?? oldName,
+                        oldRelationship: previous.name))
+            }
             let problems = shapeChanges(relationship, from: previous, mapping: mapping)
             if !problems.isEmpty {
                 collector.refuse(
@@ -137,15 +149,19 @@ extension MigrationPlanner {
             if !destinationMatches {
                 problems.append("its destination changes from \(previous.destination) to \(relationship.destination)")
             }
-            if previous.isToMany != relationship.isToMany && !linksCarryOver(relationship, from: previous) {
-                problems.append(
-                    relationship.isToMany ? "it changes from to-one to to-many" : "it changes from to-many to to-one")
+            if !previous.isToMany && relationship.isToMany && !linksCarryOver(relationship, from: previous) {
+                problems.append("it changes from to-one to to-many")
             }
-            if previous.isOrdered != relationship.isOrdered {
+            let becomesToOne = previous.isToMany && !relationship.isToMany
+            if previous.isOrdered != relationship.isOrdered && !becomesToOne {
                 problems.append(relationship.isOrdered ? "it becomes ordered" : "it stops being ordered")
             }
             guard problems.isEmpty else { return problems }
-            if linksCarryOver(relationship, from: previous) { return [] }
+            if linksCarryOver(relationship, from: previous) || becomesToOne
+                || inverseBecomesToOne(relationship, previous)
+            {
+                return []
+            }
             let oldStorage = old.storage(of: previous.name, in: oldName)
             let newStorage = new.storage(of: relationship.name, in: name)
             if MigrationPlanner.storageKind(oldStorage) != MigrationPlanner.storageKind(newStorage) {
@@ -175,6 +191,17 @@ extension MigrationPlanner {
             else { return false }
             return oldTable.name == newTable.name && oldInverseIsSource && !isSource
                 && oldTable.isOrdered == newTable.isOrdered
+        }
+
+        /// Whether the inverse of `relationship` (`previous` in the old version) becomes to-one from
+        /// to-many while `relationship` reads its contents through that inverse's new column:
+        /// the column is made from the pairs the old storage held.
+        func inverseBecomesToOne(_ relationship: RelationshipDescription, _ previous: RelationshipDescription) -> Bool {
+            guard case .inverseForeignKey? = new.storage(of: relationship.name, in: name),
+                let newInverse = new.inverse(of: relationship.name, of: name),
+                let oldInverse = old.inverse(of: previous.name, of: oldName)
+            else { return false }
+            return oldInverse.isToMany && !newInverse.isToMany
         }
 
         /// The old relationships nothing matched: removed, reported at the entity that declared them.

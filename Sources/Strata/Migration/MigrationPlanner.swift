@@ -115,7 +115,12 @@ enum MigrationPlanner {
     struct Collector {
         var changes: [MigrationChange] = []
         var refusals: [MigrationRefusal] = []
+        var checks: [MigrationCheck] = []
         private var seen: Set<String> = []
+
+        mutating func check(_ check: MigrationCheck) {
+            if !checks.contains(check) { checks.append(check) }
+        }
 
         mutating func change(_ change: MigrationChange) {
             if seen.insert("c:\(change.kind.rawValue):\(change)").inserted { changes.append(change) }
@@ -132,6 +137,17 @@ enum MigrationPlanner {
         case (.integer16, .integer32), (.integer16, .integer64), (.integer32, .integer64), (.float, .double): true
         default: false
         }
+    }
+
+    /// The numeric types: integers of every width, `double`, `float` and `decimal`.
+    private static let numericTypes: Set<AttributeType> = [
+        .integer16, .integer32, .integer64, .double, .float, .decimal,
+    ]
+
+    /// Whether `old` values are converted to type `new` (each checked to fit): Core Data's
+    /// inferred mappings carry a numeric value over to another numeric type.
+    static func converts(_ old: AttributeType, to new: AttributeType) -> Bool {
+        numericTypes.contains(old) && numericTypes.contains(new) && !widens(old, to: new)
     }
 
     /// Plans one step between consecutive model versions.
@@ -220,7 +236,8 @@ enum MigrationPlanner {
         }
         return MigrationStep(
             fromVersion: old.version, toVersion: new.version, changes: collector.changes, refusals: collector.refusals,
-            old: old, new: new, oldEntities: oldEntities, newEntities: newEntities, mapping: mapping)
+            old: old, new: new, oldEntities: oldEntities, newEntities: newEntities, mapping: mapping,
+            checks: collector.checks)
     }
 
     private static func planAttributes(
@@ -266,41 +283,17 @@ enum MigrationPlanner {
                 }
                 continue
             }
-            var source = MigrationMapping.Source.old(previousName)
             if previousName != attribute.name {
                 collector.change(
                     MigrationChange(
                         .renameAttribute, entity: place, property: attribute.name,
                         "renamed from '\(previousName)'; values are kept"))
             }
-            if previous.type != attribute.type {
-                if widens(previous.type, to: attribute.type) {
-                    collector.change(
-                        MigrationChange(
-                            .widenType, entity: place, property: attribute.name,
-                            "type widens from \(previous.type.rawValue) to \(attribute.type.rawValue); values are kept")
-                    )
-                } else {
-                    collector.refuse(
-                        MigrationRefusal(
-                            .typeChange, entity: place, property: attribute.name,
-                            "type changes from \(previous.type.rawValue) to \(attribute.type.rawValue); a lightweight migration has no mapping for it"
-                        ))
-                }
-            }
+            let context = AttributeContext(
+                entity: name, oldEntity: oldName, place: place, column: old.columnName(of: previousName, in: oldName))
+            var source = planType(attribute, from: previous, context, collector: &collector)
             if previous.isOptional && !attribute.isOptional {
-                if let value = attribute.defaultValue, !value.isNull {
-                    source = .coalesce(previousName, value)
-                    collector.change(
-                        MigrationChange(
-                            .makeRequired, entity: place, property: attribute.name,
-                            "becomes required; objects without a value take the default \(value.json.jsonText)"))
-                } else {
-                    collector.refuse(
-                        MigrationRefusal(
-                            .requiredWithoutDefault, entity: place, property: attribute.name,
-                            "becomes required with no default value for the objects that have none"))
-                }
+                source = planRequired(attribute, source: source, context, collector: &collector)
             } else if !previous.isOptional && attribute.isOptional {
                 collector.change(
                     MigrationChange(.makeOptional, entity: place, property: attribute.name, "becomes optional"))
@@ -320,6 +313,80 @@ enum MigrationPlanner {
         mapping.attributes[name] = sources
     }
 
+    /// Where an attribute kept from the old version is: its entity in both versions, the entity
+    /// that declares it (where it is reported) and its old column.
+    private struct AttributeContext {
+        let entity: String
+        let oldEntity: String
+        let place: String
+        let column: String
+    }
+
+    /// Plans a kept attribute's change of type, if any: kept as it is when it widens, converted
+    /// (each value checked) between numeric types, refused otherwise.
+    /// - Returns: where its values come from.
+    private static func planType(
+        _ attribute: AttributeDescription, from previous: AttributeDescription, _ context: AttributeContext,
+        collector: inout Collector
+    ) -> MigrationMapping.Source {
+        let (from, to) = (previous.type, attribute.type)
+        guard from != to else { return .old(previous.name) }
+        if widens(from, to: to) {
+            collector.change(
+                MigrationChange(
+                    .widenType, entity: context.place, property: attribute.name,
+                    "type widens from \(from.rawValue) to \(to.rawValue); values are kept"))
+            return .old(previous.name)
+        }
+        guard converts(from, to: to) else {
+            collector.refuse(
+                MigrationRefusal(
+                    .typeChange, entity: context.place, property: attribute.name,
+                    "type changes from \(from.rawValue) to \(to.rawValue), which a lightweight migration does not convert; a mapping model is needed (give one with --mapping)"
+                ))
+            return .old(previous.name)
+        }
+        collector.change(
+            MigrationChange(
+                .convertType, entity: context.place, property: attribute.name,
+                "type changes from \(from.rawValue) to \(to.rawValue); values are converted, and the migration is refused if one does not fit"
+            ))
+        collector.check(
+            .fits(
+                entity: context.entity, oldEntity: context.oldEntity, attribute: attribute.name,
+                column: context.column, from: from, to: to))
+        return .converted(previous.name, from: from, to: to, default: nil)
+    }
+
+    /// Plans an optional attribute that becomes required: objects without a value take the
+    /// default; with no default, the migration is refused if any object has no value.
+    /// - Returns: where its values come from, given where they came from so far.
+    private static func planRequired(
+        _ attribute: AttributeDescription, source: MigrationMapping.Source, _ context: AttributeContext,
+        collector: inout Collector
+    ) -> MigrationMapping.Source {
+        guard let value = attribute.defaultValue, !value.isNull else {
+            collector.change(
+                MigrationChange(
+                    .makeRequired, entity: context.place, property: attribute.name,
+                    "becomes required with no default value; the migration is refused if an object has no value"))
+            collector.check(
+                .hasValue(
+                    entity: context.entity, oldEntity: context.oldEntity, attribute: attribute.name,
+                    column: context.column))
+            return source
+        }
+        collector.change(
+            MigrationChange(
+                .makeRequired, entity: context.place, property: attribute.name,
+                "becomes required; objects without a value take the default \(value.json.jsonText)"))
+        switch source {
+        case .old(let name): return .coalesce(name, value)
+        case .converted(let name, let from, let to, _): return .converted(name, from: from, to: to, default: value)
+        default: return source
+        }
+    }
+
     private static func planIndexes(
         _ entity: EntityDescription, _ oldEntity: EntityDescription, mapping: MigrationMapping,
         collector: inout Collector
@@ -328,7 +395,8 @@ enum MigrationPlanner {
         var renamed: [String: String] = [:]
         for (newName, source) in mapping.attributes[entity.name] ?? [:] {
             switch source {
-            case .old(let oldName), .coalesce(let oldName, _): renamed[oldName] = newName
+            case .old(let oldName), .coalesce(let oldName, _), .converted(let oldName, _, _, _):
+                renamed[oldName] = newName
             default: break
             }
         }

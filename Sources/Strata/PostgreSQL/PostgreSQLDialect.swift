@@ -26,6 +26,33 @@ struct PostgreSQLDialect: SQLDialect {
         let list = arguments.add(.text(PostgreSQLSchema.arrayLiteral(keys.map(String.init))))
         return "NOT (\(column) = ANY(\(list)::bigint[]))"
     }
+
+    /// Casts through `numeric` where a value is held as decimal text.
+    func convert(_ column: String, from: AttributeType, to: AttributeType) -> String {
+        switch to {
+        case .integer16, .integer32, .integer64:
+            if Self.isInteger(from) { return column }
+            return from == .decimal ? "\(column)::numeric::bigint" : "\(column)::bigint"
+        case .double, .float:
+            return from == .double || from == .float ? column : "\(column)::double precision"
+        default:
+            return Self.isInteger(from) ? "\(column)::text" : "\(column)::numeric::text"
+        }
+    }
+
+    func misfits(_ column: String, from: AttributeType, to: AttributeType) -> String {
+        if let range = Self.range(of: to) {
+            let value = from == .decimal ? "\(column)::numeric" : column
+            let bounds = "\(value) < \(range.lowerBound) OR \(value) > \(range.upperBound)"
+            return Self.isInteger(from) ? "(\(bounds))" : "(\(value) <> trunc(\(value)) OR \(bounds))"
+        }
+        if to == .float { return "abs(\(column)::double precision) > \(Self.floatLimit)" }
+        return "1 = 0"
+    }
+
+    func createMembersTable(_ name: String) -> String {
+        "CREATE TEMP TABLE \(name) (\"owner\" bigint PRIMARY KEY, \"member\" bigint)"
+    }
 }
 
 extension PGConnection: SQLExecutor {
@@ -34,4 +61,8 @@ extension PGConnection: SQLExecutor {
 
     /// Runs one statement with parameters, returning nothing.
     func run(_ sql: String, _ arguments: [PGValue]) throws(PGError) { try execute(sql, arguments) }
+
+    func texts(_ sql: String, _ arguments: [PGValue]) throws(PGError) -> [[String?]] {
+        try execute(sql, arguments).rows
+    }
 }

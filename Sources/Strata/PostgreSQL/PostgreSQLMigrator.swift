@@ -10,11 +10,18 @@ import Foundation
 /// everything as it was).
 enum PostgreSQLMigrator {
     /// Applies `plan` on `c` inside its open transaction and records `model` in the metadata.
+    /// - Returns: what the store's data holds that a step's new model cannot (the step then wrote
+    ///   nothing, and the caller rolls the transaction back), or nil when the plan ran.
     static func apply(
         _ plan: MigrationPlan, model: ObjectModel, configuration: String?, namespace: String, _ c: PGConnection
-    ) throws(PGError) {
-        for step in plan.steps { try apply(step, namespace: namespace, c) }
+    ) throws(PGError) -> MigrationCheck.Failure? {
+        for step in plan.steps {
+            let old = PostgreSQLSchema(model: step.old, entities: step.oldEntities, namespace: namespace)
+            if let failure = try steps(namespace, c).check(step, oldSchema: old.base) { return failure }
+            try apply(step, namespace: namespace, c)
+        }
         try steps(namespace, c).recordModel(model, configuration: configuration)
+        return nil
     }
 
     /// The steps every SQL store's migration shares, on `c` in `namespace`.
@@ -78,6 +85,7 @@ enum PostgreSQLMigrator {
 
         // 4. References to objects deleted with their entity are cleared.
         if step.mapping.removesObjects { try steps.clearReferencesToRemovedObjects(in: new.base) }
+        try steps.dropMembersTables(step)
         try c.execute("DROP SCHEMA \(stash) CASCADE")
         for name in old.base.tables.keys.sorted() where new.base.tables[name] == nil {
             try c.execute("DROP SEQUENCE IF EXISTS \(old.sequence(of: name))")
@@ -121,8 +129,12 @@ final class PostgreSQLPendingMigration: PendingMigration {
                         + SQLiteStore.describeDifferences(stored: found.entityHashes, model: targetHashes),
                     storeURL: url)
             }
-            try PostgreSQLMigrator.apply(
+            if let failure = try PostgreSQLMigrator.apply(
                 plan, model: target.model, configuration: target.configuration, namespace: namespace, c)
+            {
+                _ = try? c.execute("ROLLBACK")
+                throw StoreError(.incompatibleModel, failure.message, storeURL: url)
+            }
         } catch let error as StoreError {
             throw error
         } catch let error as PGError {

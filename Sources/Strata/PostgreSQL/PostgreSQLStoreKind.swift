@@ -183,7 +183,12 @@ struct PostgreSQLStoreKind: StoreKind {
             ? nil
             : SQLiteMigrator.plan(
                 values: values, storedHashes: metadata.entityHashes, configuration: metadata.configuration,
-                model: model, history: history, url: url)
+                model: model, history: history, url: url
+            ).checkingData { step in
+                let old = PostgreSQLSchema(model: step.old, entities: step.oldEntities, namespace: namespace)
+                return (try? PostgreSQLMigrator.steps(namespace, connection).refusals(of: step, oldSchema: old.base))
+                    ?? []
+            }
         return inspection.completed(with: model, plan: plan)
     }
 

@@ -31,6 +31,15 @@ protocol SQLDialect: Sendable {
     /// A condition that `column` (quoted) holds none of `keys` (at least one), its parameters
     /// added to `arguments`.
     func excludes(_ column: String, _ keys: [Int64], _ arguments: inout SQLArguments<Self>) -> String
+    /// The value of `column` (quoted), held as type `from`, converted to type `to` (both numeric,
+    /// see ``MigrationPlanner/converts(_:to:)``), for a value that fits.
+    func convert(_ column: String, from: AttributeType, to: AttributeType) -> String
+    /// A condition true of a non-null value of `column` (quoted), held as type `from`, that does
+    /// not fit type `to`: out of its range, or with a fraction for an integer type.
+    func misfits(_ column: String, from: AttributeType, to: AttributeType) -> String
+    /// The statement creating temporary table `name` (quoted) of (owner, member) pairs, keyed by
+    /// owner, that the migration's transaction drops at its end.
+    func createMembersTable(_ name: String) -> String
 }
 
 extension SQLDialect {
@@ -73,4 +82,25 @@ protocol SQLExecutor {
     associatedtype Failure: Error
     /// Runs one statement with `arguments` bound to its parameters, returning nothing.
     func run(_ sql: String, _ arguments: [Value]) throws(Failure)
+    /// Runs one query with `arguments` bound to its parameters, returning every row's columns as
+    /// text (nil for NULL).
+    func texts(_ sql: String, _ arguments: [Value]) throws(Failure) -> [[String?]]
+}
+
+extension SQLDialect {
+    /// The range of an integer type, nil for the others.
+    static func range(of type: AttributeType) -> ClosedRange<Int64>? {
+        switch type {
+        case .integer16: Int64(Int16.min)...Int64(Int16.max)
+        case .integer32: Int64(Int32.min)...Int64(Int32.max)
+        case .integer64: Int64.min...Int64.max
+        default: nil
+        }
+    }
+
+    /// Whether `type` is held as an integer.
+    static func isInteger(_ type: AttributeType) -> Bool { range(of: type) != nil }
+
+    /// The largest magnitude a `float` holds.
+    static var floatLimit: String { "3.4028234663852886e38" }
 }

@@ -110,6 +110,13 @@ struct SQLMigrationSteps<Dialect: SQLDialect, Connection: SQLExecutor> where Con
         case .coalesce(let name, let value):
             let parameter = arguments.add(Dialect.encode(value), for: column)
             return oldColumns.contains(name) ? "COALESCE(\(dialect.quote(name)), \(parameter))" : parameter
+        case .converted(let name, let from, let to, let value):
+            guard oldColumns.contains(name) else { return "NULL" }
+            let converted = dialect.convert(dialect.quote(name), from: from, to: to)
+            guard let value else { return converted }
+            return "COALESCE(\(converted), \(arguments.add(Dialect.encode(value), for: column)))"
+        case .member(let table):
+            return "(SELECT \"member\" FROM \(dialect.quote(table)) WHERE \"owner\" = \"_pk\")"
         case .value(let value):
             return arguments.add(Dialect.encode(value), for: column)
         case .null:
@@ -187,10 +194,17 @@ extension MigrationStep {
             switch mapping.attributes[entity]?[attribute.name] ?? .null {
             case .old(let name): return .old(old.columnName(of: name, in: oldEntity))
             case .coalesce(let name, let value): return .coalesce(old.columnName(of: name, in: oldEntity), value)
+            case .converted(let name, let from, let to, let value):
+                return .converted(old.columnName(of: name, in: oldEntity), from: from, to: to, default: value)
             case let other: return other
             }
         case .foreignKey(let relationship):
             guard let oldName = mapping.relationships[entity]?[relationship.name] ?? nil else { return .null }
+            let oldEntity = mapping.entities[entity] ?? entity
+            if old.relationship(oldName, of: oldEntity)?.isToMany == true {
+                let place = new.declaringEntity(of: relationship.name, in: entity) ?? entity
+                return .member(table: MigrationCheck.membersTable(entity: place, relationship: relationship.name))
+            }
             return .old(oldName)
         }
     }

@@ -31,9 +31,15 @@ enum SQLiteMigrator {
     static func apply(
         _ plan: MigrationPlan, model: ObjectModel, configuration: String?, db: SQLiteConnection, url: URL?
     ) throws(StoreError) {
+        var failure: MigrationCheck.Failure?
         do {
-            for step in plan.steps { try apply(step, db: db) }
-            try steps(db).recordModel(model, configuration: configuration)
+            for step in plan.steps {
+                failure = try steps(db).check(
+                    step, oldSchema: SQLiteSchema(model: step.old, entities: step.oldEntities))
+                if failure != nil { break }
+                try apply(step, db: db)
+            }
+            if failure == nil { try steps(db).recordModel(model, configuration: configuration) }
         } catch {
             if error.isUniqueViolation || (error.sql ?? "").hasPrefix("CREATE UNIQUE INDEX") {
                 throw StoreError(
@@ -43,6 +49,7 @@ enum SQLiteMigrator {
             }
             throw StoreError(.io, "the migration failed: \(error.message)", storeURL: url, underlying: error)
         }
+        if let failure { throw StoreError(.incompatibleModel, failure.message, storeURL: url) }
     }
 
     /// Runs `plan` on `db` in its own transaction and commits it.
@@ -140,6 +147,7 @@ enum SQLiteMigrator {
         try buildTables(plan, db: db)
         try alignIndexes(plan, db: db)
         if step.mapping.removesObjects { try steps(db).clearReferencesToRemovedObjects(in: plan.newSchema) }
+        try steps(db).dropMembersTables(step)
     }
 
     /// Moves tables to be rebuilt out of the way (their indexes dropped, names being global) and
@@ -242,6 +250,7 @@ enum SQLiteMigrator {
                 switch step.source(of: column, for: entity, newSchema: newSchema) {
                 case .old(let name), .coalesce(let name, _):
                     if name != column.name || !existed { return false }
+                case .converted, .member: return false
                 case .value, .null: break
                 }
             }
@@ -292,7 +301,7 @@ enum SQLiteMigrator {
                         try db.run(
                             "UPDATE \(name) SET \(quote(column.name)) = NULL WHERE \"_entity\" = ?", [.text(entity)])
                     }
-                case .old: break
+                case .old, .converted, .member: break
                 }
             }
         }

@@ -102,7 +102,11 @@ struct SQLiteStoreKind: StoreKind {
         guard let model else { return inspection.completed(with: nil, plan: nil) }
         let plan = SQLiteMigrator.plan(
             values: values, storedHashes: metadata.entityHashes, configuration: metadata.configuration, model: model,
-            history: history, url: url)
+            history: history, url: url
+        ).checkingData { step in
+            (try? SQLiteMigrator.steps(file).refusals(
+                of: step, oldSchema: SQLiteSchema(model: step.old, entities: step.oldEntities))) ?? []
+        }
         return inspection.completed(with: model, plan: plan)
     }
 

@@ -177,30 +177,6 @@ public final class RESTService: Sendable {
         return response
     }
 
-    /// Ends the change feed's streams and long-polls (the server is stopping).
-    public func shutdown() {
-        changeFeed?.stop()
-    }
-
-    /// Adds the history token of the state `response` shows (`token`, taken before the request
-    /// was answered: nothing committed since is in the token, so following the feed from it
-    /// misses nothing), unless the response names its own (a write names the one it produced).
-    static func mark(_ response: inout HTTPResponse, _ token: String?) {
-        guard let token, response.status < 500, response.stream == nil,
-            !response.headers.contains(where: { $0.name == historyTokenHeader })
-        else { return }
-        response.headers.append((historyTokenHeader, token))
-    }
-
-    /// The header naming the token of the transaction that saved `child` (with the feed's known
-    /// token for the stores it did not write); none without history.
-    func savedTokenHeader(_ child: ObjectContext, since start: HistoryToken? = nil) -> [(name: String, value: String)] {
-        guard let changeFeed else { return [] }
-        let base = start ?? changeFeed.knownToken
-        guard let saved = child.savedHistoryToken else { return [(Self.historyTokenHeader, base.description)] }
-        return [(Self.historyTokenHeader, base.merging(saved).description)]
-    }
-
     /// Counts an answered request in the metrics.
     private func record(_ response: HTTPResponse, to request: HTTPRequest, on route: Route, started: UInt64) {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
