@@ -83,7 +83,10 @@ import Testing
         // Paged one change at a time, the book's changes stay out too.
         let oldest = try coordinator.oldestHistoryToken().description
         let paged = try ChangesFeedTests.follow(client, from: oldest, limit: 1)
-        #expect(paged.changes.map { $0.objectValue?["entity"]?.stringValue ?? "?" } == ["Author", "Tag", "Author", "Author"])
+        #expect(
+            paged.changes.map { $0.objectValue?["entity"]?.stringValue ?? "?" } == [
+                "Author", "Tag", "Author", "Author",
+            ])
         #expect(!paged.changes.map(\.jsonText).joined().contains("Lathe"))
     }
 
