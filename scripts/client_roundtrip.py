@@ -5,8 +5,11 @@ Run by scripts/http-checks.sh against a live `strata serve` of the example model
     python scripts/client_roundtrip.py http://127.0.0.1:PORT
 
 Creates an author and a book, reads the book, lists books with a filter, patches with If-Match,
-gets and parses a 412 problem for a stale If-Match, deletes the book and sees 404. Every step uses
-the generated functions and models only; the first failing step raises AssertionError.
+gets and parses a 412 problem for a stale If-Match, deletes the book and sees 404; then pages the
+history feed (GET /_changes) from the oldest change kept, two transactions a page, until `next`
+stops moving, and finds those writes in it in order: the inserts, the one update (not the refused
+one) and the delete, with the author's own changes (its `books`) beside them. Every step uses the generated functions and models only; the first failing
+step raises AssertionError.
 """
 
 import sys
@@ -15,7 +18,9 @@ import uuid
 from library_api_client import Client
 from library_api_client.api.author import create_author
 from library_api_client.api.book import create_book, delete_book, get_book, list_books, update_book
-from library_api_client.models import AuthorCreate, Book, BookCreate, BookList, BookPatch, Problem
+from library_api_client.api.history import get_changes
+from library_api_client.models import AuthorCreate, Book, BookCreate, BookList, BookPatch, ChangePage, Problem
+from library_api_client.types import UNSET
 
 
 def check(condition: bool, message: str) -> None:
@@ -72,6 +77,44 @@ def main(base_url: str) -> None:
     check(gone.status_code == 404 and isinstance(gone.parsed, Problem), f"after delete: {gone.status_code}")
     check(gone.parsed.status == 404, f"after delete: {gone.parsed!r}")
     print(f"deleted book {book.object_id}; reading it again: {gone.parsed.status} {gone.parsed.title}")
+
+    follow_the_feed(client, author.object_id, book.object_id)
+
+
+def follow_the_feed(client: Client, author_id: int, book_id: int) -> None:
+    """Pages /_changes from the oldest change kept until `next` stops moving; checks this run's
+    writes are in it, in order, with their ops, versions and changed properties."""
+    changes = []
+    since = UNSET
+    pages = 0
+    while True:
+        page = get_changes.sync_detailed(client=client, since=since, limit=2)
+        check(page.status_code == 200 and isinstance(page.parsed, ChangePage), f"feed: {page.status_code} {page.content!r}")
+        changes += page.parsed.changes
+        pages += 1
+        if page.parsed.next_ == since:
+            check(not page.parsed.changes, f"feed: changes after the last page: {page.parsed.changes!r}")
+            break
+        since = page.parsed.next_
+        check(pages < 10000, "feed: next never stops moving")
+    mine = [
+        (change.entity.value, change.op.value, change.object_version, change.changed if change.changed else None)
+        for change in changes
+        if (change.entity.value, change.object_id) in {("Author", author_id), ("Book", book_id)}
+    ]
+    # A book's author changes with it (its `books`), in the same transaction, at the same version.
+    expected = [
+        ("Author", "insert", 1, None),
+        ("Book", "insert", 1, None),
+        ("Author", "update", 1, ["books"]),
+        ("Book", "update", 2, ["rating"]),
+        ("Author", "update", 1, ["books"]),
+        ("Book", "delete", 2, None),
+    ]
+    check(mine == expected, f"feed: this run's changes {mine!r}, expected {expected!r}")
+    tokens = [change.token for change in changes]
+    check(all(tokens) and since == tokens[-1], f"feed: tokens {tokens[-3:]!r}, next {since!r}")
+    print(f"followed /_changes in {pages} pages of 2 transactions: {len(changes)} changes, this run's {len(mine)} in order")
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@
 //
 // Run by scripts/http-checks.sh. Creates an author, a book and two books at once, reads a book,
 // lists with a filter, patches with If-Match, gets the 412 problem for a stale If-Match, deletes
-// the book and sees 404. Every call goes through the generated APIs and models; the first
-// failing step throws.
-import { AuthorApi, BookApi, Configuration, ResponseError } from "./index";
+// the book and sees 404; then pages the history feed (GET /_changes) from the oldest change kept,
+// two transactions a page, until `next` stops moving, and finds those writes in it in order. Every
+// call goes through the generated APIs and models; the first failing step throws.
+import { AuthorApi, BookApi, Change, Configuration, HistoryApi, ResponseError } from "./index";
 
 // Node's own, declared here: Debian's tsc comes without Node's type definitions.
 declare const process: { argv: string[]; exit(code: number): never };
@@ -73,6 +74,46 @@ async function main(basePath: string): Promise<void> {
         check(error instanceof ResponseError && error.response.status === 404, "after delete: " + String(error));
         console.log(`deleted book ${book.id}; reading it again: 404`);
     }
+
+    await followTheFeed(new HistoryApi(configuration), author.id, book.id, several.map((item) => item.id));
+}
+
+// Pages /_changes from the oldest change kept until `next` stops moving, and checks that this
+// run's writes are in it, in commit order, with their ops, versions and changed properties.
+async function followTheFeed(history: HistoryApi, authorID: number, bookID: number, bulkIDs: number[]): Promise<void> {
+    const changes: Change[] = [];
+    let since: string | undefined = undefined;
+    let pages = 0;
+    for (;;) {
+        const page = await history.getChanges({ since, limit: 2 });
+        changes.push(...page.changes);
+        pages += 1;
+        if (page.next === since) {
+            check(page.changes.length === 0, "feed: changes after the last page: " + JSON.stringify(page.changes));
+            break;
+        }
+        since = page.next;
+        check(pages < 10000, "feed: next never stops moving");
+    }
+    const mine = changes
+        .filter((change) =>
+            change.entity === "Author" ? change.id === authorID : change.id === bookID || bulkIDs.includes(change.id))
+        .filter((change) => change.entity === "Author" || change.entity === "Book")
+        .map((change) => [change.entity, change.id, change.op, change.version, (change.changed ?? []).join(",")].join(" "));
+    // A book's author changes with it (its `books`), in the same transaction, at the same version.
+    const expected = [
+        `Author ${authorID} insert 1 `,
+        `Book ${bookID} insert 1 `,
+        `Author ${authorID} update 1 books`,
+        ...bulkIDs.map((id) => `Book ${id} insert 1 `),
+        `Book ${bookID} update 2 rating`,
+        `Author ${authorID} update 1 books`,
+        `Book ${bookID} delete 2 `,
+    ];
+    check(JSON.stringify(mine) === JSON.stringify(expected), "feed: " + JSON.stringify(mine) + " not " + JSON.stringify(expected));
+    check(changes.every((change) => change.at instanceof Date && change.token.length > 0), "feed: tokens and times");
+    check(changes[changes.length - 1].token === since, "feed: the last change's token is not next");
+    console.log(`followed /_changes in ${pages} pages of 2 transactions: ${changes.length} changes, this run's ${mine.length} in order`);
 }
 
 main(process.argv[2]).catch((error) => {

@@ -5,10 +5,10 @@
 #   1. openapi-spec-validator accepts openapi.yaml;
 #   2. the live server answers /openapi.yaml with exactly openapi.yaml;
 #   3. openapi-python-client generates a client, which is installed into .venv and runs a round
-#      trip (scripts/client_roundtrip.py);
+#      trip (scripts/client_roundtrip.py: writes, then pages the history feed GET /_changes);
 #   4. openapi-generator-cli generates the python and typescript-fetch clients without errors;
 #      Debian's tsc compiles the TypeScript client with no error, together with
-#      scripts/client_roundtrip.ts, which then runs a round trip under Node;
+#      scripts/client_roundtrip.ts, which then runs a round trip (the feed paged too) under Node;
 #   5. schemathesis runs every check (--checks all) over every operation (scripts/schemathesis.toml),
 #      then again against a second server whose Catalog store is in PostgreSQL (a pg_virtualenv
 #      cluster), against a server with bearer tokens and the document that declares them, and

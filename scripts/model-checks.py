@@ -334,7 +334,10 @@ def check(path, fuzz, args):
             note = f"{made} objects over {sum(not e['abstract'] for e in index['entities'])} entities"
             if not failures and fuzz:
                 run = subprocess.run(
-                    [args.st, "run", base + "/openapi.json", "--checks", "not_a_server_error", "--max-examples", str(args.max_examples),
+                    # The shared settings: among them `wait=0` for /_changes, whose long poll would
+                    # outlast the request timeout.
+                    [args.st, "--config-file", str(ROOT / "scripts" / "schemathesis.toml"), "run", base + "/openapi.json",
+                     "--checks", "not_a_server_error", "--max-examples", str(args.max_examples),
                      "--workers", "1", "--phases", "examples,coverage,fuzzing", "--seed", "1", "--no-color",
                      "--generation-database", "none", "--request-timeout", "10"],
                     capture_output=True, text=True, timeout=300, cwd=data)

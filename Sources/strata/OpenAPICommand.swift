@@ -13,7 +13,8 @@ enum OpenAPICommand {
     }
 
     static let interface = CommandInterface<Settings>(
-        name: "strata openapi", synopsis: "[--model PATH ...] [--format yaml|json] [--bearer [--private-openapi]]",
+        name: "strata openapi",
+        synopsis: "[--model PATH ...] [--format yaml|json] [--bearer [--private-openapi]] [--no-history]",
         abstract: "Prints the OpenAPI 3.0.3 document of the REST API that `strata serve` derives from the model.",
         options: [
             .model { $0.models.append($1) },
@@ -28,6 +29,11 @@ enum OpenAPICommand {
             .flag("--private-openapi", help: "with --bearer: the document itself needs a token too") {
                 $0.access.privateDocument = $1
             },
+            .flag(
+                "--history", inverse: "--no-history", default: "on",
+                help: "the document of a server that records history (strata serve --history, its default): "
+                    + "GET /_changes and the Strata-History-Token header"
+            ) { $0.access.history = $1 },
         ])
 
     static func run(_ arguments: [String]) -> Int32 {

@@ -67,6 +67,29 @@ extension ServeCommand {
             help: "record every commit's persistent history (who, when, which objects, deletes' tombstones) in "
                 + "the same transaction as the data, in each store"
         ) { $0.history = $1 },
+        .value(
+            "--history-retention", "DURATION", environment: "STRATA_HISTORY_RETENTION", default: "7d",
+            help: "how long history is kept: 7d, 12h, 30m, 3600s (or 3600); older transactions are pruned in the "
+                + "background, every minute and at start, and /_changes?since= a pruned token is 410; 0 or off keeps "
+                + "history whatever its age"
+        ) { options, value in
+            guard let seconds = ServerOptions.seconds(inDuration: value.text) else {
+                throw value.invalid("takes a duration: 7d, 12h, 30m, 3600s, a number of seconds, or 0 or off")
+            }
+            options.historyRetention = seconds > 0 ? seconds : nil
+        },
+        .value(
+            "--history-max-changes", "N", environment: "STRATA_HISTORY_MAX_CHANGES", default: "1000000",
+            help: "the most history changes (one per object a commit touched) each store keeps, the newest "
+                + "transactions', pruned with the retention; 0 or off for no cap"
+        ) { options, value in
+            if value.text.lowercased() == "off" {
+                options.historyMaxChanges = nil
+                return
+            }
+            let count = try value.integer(0...Int.max, "a number of changes, or 0 or off")
+            options.historyMaxChanges = count > 0 ? count : nil
+        },
     ]
 
     /// Bounds on one request.

@@ -126,6 +126,9 @@ extension PostgreSQLStore {
             guard try hasHistory(c) else { return 0 }
             try c.execute("BEGIN")
             do throws(PGError) {
+                // Servers over one database prune one at a time: the next waits for this
+                // transaction, then finds what it deleted gone.
+                try c.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("strata-history:" + transactions)])
                 try c.execute(
                     "DELETE FROM \(schema.qualified(SQLHistory.changes)) WHERE number IN "
                         + "(SELECT number FROM \(transactions) WHERE \(condition))", [argument])
@@ -136,6 +139,36 @@ extension PostgreSQLStore {
                 _ = try? c.execute("ROLLBACK")
                 throw error
             }
+        }
+    }
+
+    public func expiredHistoryNumber(_ retention: HistoryRetention) throws(StoreError) -> Int64 {
+        let transactions = schema.qualified(SQLHistory.transactions)
+        let changes = schema.qualified(SQLHistory.changes)
+        func number(_ rows: PGRows) -> Int64? { rows.rows.first?.first.flatMap { $0 }.flatMap { Int64($0) } }
+        return try read { (c: PGConnection) throws(PGError) in
+            guard try hasHistory(c) else { return 0 }
+            var bound: Int64 = 0
+            if let date = retention.writtenBefore {
+                // Read in number order, this stops at the first transaction kept.
+                let kept = number(
+                    try c.execute(
+                        "SELECT number FROM \(transactions) WHERE at >= $1::double precision ORDER BY number LIMIT 1",
+                        [.text(String(date.timeIntervalSince1970))]))
+                if let kept {
+                    bound = kept - 1
+                } else {
+                    bound = number(try c.execute("SELECT max(number) FROM \(transactions)")) ?? 0
+                }
+            }
+            if let cap = retention.maxChanges {
+                let beyond = number(
+                    try c.execute(
+                        "SELECT number FROM \(changes) ORDER BY number DESC, position DESC LIMIT 1 OFFSET $1",
+                        [.integer(Int64(cap))]))
+                if let beyond { bound = max(bound, beyond) }
+            }
+            return bound
         }
     }
 }

@@ -116,4 +116,35 @@ extension SQLiteStore {
             throw StoreError(.io, "cannot delete history: \(error)", storeURL: url)
         }
     }
+
+    public func expiredHistoryNumber(_ retention: HistoryRetention) throws(StoreError) -> Int64 {
+        let transactions = SQLHistory.transactions
+        return try read { db in
+            guard try hasHistory(db) else { return 0 }
+            var bound: Int64 = 0
+            if let date = retention.writtenBefore {
+                // Read in number order, this stops at the first transaction kept: it reads what
+                // expired, and no more.
+                let kept = try db.query(
+                    "SELECT number FROM \(transactions) WHERE at >= ? ORDER BY number LIMIT 1",
+                    [.real(date.timeIntervalSince1970)]
+                ) { $0.int64(0) }.first
+                if let kept {
+                    bound = kept - 1
+                } else {
+                    bound =
+                        try db.query("SELECT max(number) FROM \(transactions)") { $0.isNull(0) ? 0 : $0.int64(0) }
+                        .first ?? 0
+                }
+            }
+            if let cap = retention.maxChanges {
+                let beyond = try db.query(
+                    "SELECT number FROM \(SQLHistory.changes) ORDER BY number DESC, position DESC LIMIT 1 OFFSET ?",
+                    [.integer(Int64(cap))]
+                ) { $0.int64(0) }.first
+                if let beyond { bound = max(bound, beyond) }
+            }
+            return bound
+        }
+    }
 }

@@ -69,4 +69,24 @@ extension InMemoryStore {
             return count - state.history.count
         }
     }
+
+    public func expiredHistoryNumber(_ retention: HistoryRetention) throws(StoreError) -> Int64 {
+        let kept = state.withLock { $0.history }
+        var bound: Int64 = 0
+        if let date = retention.writtenBefore {
+            let first = kept.first { $0.timestamp >= date }
+            bound = first.map { $0.number - 1 } ?? kept.last?.number ?? 0
+        }
+        if let cap = retention.maxChanges {
+            var newer = 0
+            for transaction in kept.reversed() {
+                newer += transaction.changes.count
+                if newer > cap {
+                    bound = max(bound, transaction.number)
+                    break
+                }
+            }
+        }
+        return bound
+    }
 }

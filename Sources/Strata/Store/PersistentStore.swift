@@ -300,6 +300,11 @@ public protocol PersistentStore: AnyObject, Sendable {
     func lastHistoryNumber() throws(StoreError) -> Int64
     /// The number of the oldest history transaction kept; nil when none is kept.
     func firstHistoryNumber() throws(StoreError) -> Int64?
+    /// The number of the last history transaction `retention` lets go (0: none): it and every
+    /// transaction before it are written before ``HistoryRetention/writtenBefore``, or it is at or
+    /// before the transaction of a change that is not among the ``HistoryRetention/maxChanges``
+    /// newest.
+    func expiredHistoryNumber(_ retention: HistoryRetention) throws(StoreError) -> Int64
     /// Forgets history as `pruning` says, in a transaction of its own; returns how many
     /// transactions were forgotten.
     @discardableResult
@@ -316,6 +321,7 @@ extension PersistentStore {
     public func history(_ request: HistoryRequest) throws(StoreError) -> [HistoryTransaction] { [] }
     public func lastHistoryNumber() throws(StoreError) -> Int64 { 0 }
     public func firstHistoryNumber() throws(StoreError) -> Int64? { nil }
+    public func expiredHistoryNumber(_ retention: HistoryRetention) throws(StoreError) -> Int64 { 0 }
     @discardableResult
     public func deleteHistory(_ pruning: HistoryPruning) throws(StoreError) -> Int { 0 }
 

@@ -12,6 +12,9 @@ public struct OpenAPIAccess: Sendable, Equatable {
     public var entities: [String: EntityAccess]
     /// The server's request limits, for the maxima a schema states (`limit`, a batch's size).
     public var limits = RequestLimits()
+    /// The server records history (`strata serve --history`, the default): the document has
+    /// `GET /_changes` and the `Strata-History-Token` header.
+    public var history = true
 
     /// Anonymous access: no security scheme.
     public static let anonymous = OpenAPIAccess(bearer: false, privateDocument: false)

@@ -29,8 +29,8 @@ public enum OpenAPIGenerator {
 extension OpenAPIBuilder {
     /// The document a server with `access` serves.
     static func served(_ model: ObjectModel, _ access: OpenAPIAccess) -> OpenAPINode {
-        secured(
-            idempotent(restricted(document(for: model, limits: access.limits), access.entities, model: model)), access)
+        let document = restricted(document(for: model, limits: access.limits), access.entities, model: model)
+        return secured(idempotent(historical(document, access, model: model)), access)
     }
 }
 
@@ -48,7 +48,10 @@ struct OpenAPIBuilder {
     init(model: ObjectModel) {
         self.model = model
         takenSchemaNames = Set(
-            (Self.problemSchemas + Self.batchSchemas(RequestLimits()) + Self.systemSchemas).map(\.key))
+            (Self.problemSchemas + Self.batchSchemas(RequestLimits()) + Self.systemSchemas).map(\.key)
+                + Self.changeSchemaNames)
+        // `/_changes`, added when the server records history, keeps its name.
+        operationIDs = ["getChanges"]
         for entity in model.entities {
             let base = Self.identifier(entity.name, capitalized: true)
             var name = base

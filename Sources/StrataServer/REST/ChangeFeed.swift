@@ -275,6 +275,11 @@ final class ChangeFeed: Sendable {
                 let page = try? coordinator.history(
                     after: subscriber.cursor, entities: subscriber.requested, limit: Self.batchLimit)
             else { return }
+            // A client so far behind that what follows its cursor was pruned meanwhile would miss
+            // it: its stream ends, and reconnecting from its last event is 410.
+            if let oldest = try? coordinator.oldestHistoryToken(), !subscriber.cursor.covers(oldest) {
+                return subscriber.stream.close()
+            }
             var events: [UInt8] = []
             var cursor = subscriber.cursor
             for transaction in page {

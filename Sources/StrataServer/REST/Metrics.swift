@@ -15,6 +15,7 @@ public final class Metrics: Sendable {
         var count = 0
         var sum = 0.0
         var saves: [String: Int] = [:]
+        var prunedHistory: [String: Int] = [:]
     }
 
     static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
@@ -37,6 +38,15 @@ public final class Metrics: Sendable {
     public func recordSave(stores: [String]) {
         state.withLock { s in for store in stores { s.saves[store, default: 0] += 1 } }
     }
+
+    /// Counts history transactions the background pruner forgot in store `store` (its UUID); a
+    /// count of 0 makes the store's counter appear.
+    public func recordPrunedHistory(_ count: Int, store: String) {
+        state.withLock { s in s.prunedHistory[store, default: 0] += count }
+    }
+
+    /// How many history transactions the pruner forgot in store `store` so far.
+    public func prunedHistory(store: String) -> Int { state.withLock { $0.prunedHistory[store] ?? 0 } }
 
     /// How many requests were answered with `status` on `route` (for tests and the benchmark).
     public func requests(route: String, status: Int) -> Int {
@@ -79,11 +89,24 @@ public final class Metrics: Sendable {
             "# HELP strata_store_file_bytes Bytes a store takes where it lives (an SQLite store: database and WAL).",
             "# TYPE strata_store_file_bytes gauge",
         ]
+        func label(_ store: StoreSummary) -> String {
+            "store=\"\(store.identifier)\",configuration=\"\(escape(store.configuration ?? ObjectModel.defaultConfiguration))\""
+        }
         for store in stores {
-            let label =
-                "store=\"\(store.identifier)\",configuration=\"\(escape(store.configuration ?? ObjectModel.defaultConfiguration))\""
+            let label = label(store)
             lines.append("strata_store_saves_total{\(label)} \(s.saves[store.identifier] ?? 0)")
             if let bytes = store.storageBytes { lines.append("strata_store_file_bytes{\(label)} \(bytes)") }
+        }
+        if !s.prunedHistory.isEmpty {
+            lines += [
+                "# HELP strata_history_pruned_transactions_total History transactions this server's pruner forgot.",
+                "# TYPE strata_history_pruned_transactions_total counter",
+            ]
+            for store in stores where s.prunedHistory[store.identifier] != nil {
+                lines.append(
+                    "strata_history_pruned_transactions_total{\(label(store))} \(s.prunedHistory[store.identifier] ?? 0)"
+                )
+            }
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -122,6 +122,14 @@ public struct ServerOptions: Sendable {
 
     /// Whether the stores record persistent history (``StoreOptions/recordsHistory``).
     public var history = true
+    /// Seconds history is kept: older transactions are pruned in the background (see
+    /// ``HistoryRetention``); nil keeps them whatever their age.
+    public var historyRetention: Double? = 7 * 24 * 3600
+    /// How many history changes each store keeps at most, the newest transactions' (a transaction
+    /// goes whole); nil: no cap.
+    public var historyMaxChanges: Int? = 1_000_000
+    /// Seconds between the background pruner's rounds (it runs one when the server starts).
+    public var historyPruneInterval = 60.0
 
     /// Default options.
     public init() {}
@@ -148,5 +156,26 @@ public struct ServerOptions: Sendable {
         return names.map { name in
             description(name, stores[name] ?? StoreSpec(sqlite: "\(dataDirectory)/\(name.lowercased()).sqlite"))
         }
+    }
+}
+
+extension ServerOptions {
+    /// The seconds of a duration as `--history-retention` takes it: a number followed by `d`
+    /// (days), `h`, `m` or `s`, or a plain number of seconds (`7d`, `12h`, `30m`, `3600s`, `3600`,
+    /// `1.5h`); `off` is 0. Nil for anything else, or a negative or unbounded value.
+    public static func seconds(inDuration text: String) -> Double? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if trimmed == "off" { return 0 }
+        let units: [Character: Double] = ["d": 86400, "h": 3600, "m": 60, "s": 1]
+        var number = Substring(trimmed)
+        var unit = 1.0
+        if let last = trimmed.last, let scale = units[last] {
+            number = number.dropLast()
+            unit = scale
+        }
+        guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+            let value = Double(number), value.isFinite, value >= 0, value * unit <= 100 * 365 * 86400
+        else { return nil }
+        return value * unit
     }
 }

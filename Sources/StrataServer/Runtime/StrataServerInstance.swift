@@ -27,6 +27,8 @@ public final class StrataServerInstance: Sendable {
     private let cors: Result<CORSPolicy, ServeError>
     /// The answers to requests with an `Idempotency-Key`, once the server runs.
     private let ledger = Locked<IdempotencyLedger?>(nil)
+    /// Forgets expired history in the background, once the stores are loaded.
+    private let pruner = Locked<HistoryPruner?>(nil)
 
     /// Prepares a server for `model`.
     /// - Parameter log: receives one access-log line per request, on the thread that answers it;
@@ -135,6 +137,7 @@ public final class StrataServerInstance: Sendable {
             bearer: control.isEnabled, privateDocument: options.privateOpenAPI,
             entities: model.resolvedAccess(overrides: options.entityAccess))
         openAPIAccess.limits = options.limits
+        openAPIAccess.history = options.history
         do {
             try http.start()
         } catch {
@@ -191,12 +194,26 @@ public final class StrataServerInstance: Sendable {
             let recovered = container.coordinator.lastRecovery
             if !recovered.isEmpty { log("strata: recovery: " + Self.describe(recovered, in: container.coordinator)) }
             service.withLock { $0 = rest }
+            startPruner(container.coordinator)
         } catch {
             http.stop()
             for store in container.coordinator.stores { container.coordinator.remove(store) }
             throw ServeError(error.detail)
         }
     }
+
+    /// Starts the background pruner of expired history (see ``HistoryPruner``), when history is
+    /// recorded and not kept forever.
+    private func startPruner(_ coordinator: StoreCoordinator) {
+        guard let started = HistoryPruner(coordinator: coordinator, options: options, metrics: metrics, log: log) else {
+            return
+        }
+        pruner.withLock { $0 = started }
+        started.start()
+    }
+
+    /// The history transactions the background pruner forgot in store `store` (its UUID).
+    public func prunedHistory(store: String) -> Int { metrics.prunedHistory(store: store) }
 
     /// One line on who may use the server: the tokens in force (by name), or anonymous access.
     public var accessSummary: String? {
@@ -249,6 +266,10 @@ public final class StrataServerInstance: Sendable {
         service.withLock { $0 }?.shutdown()
         http.stop()
         service.withLock { $0 = nil }
+        pruner.withLock { pruner in
+            defer { pruner = nil }
+            return pruner
+        }?.stop()
         if let coordinator = coordinator.withLock({ $0 }) {
             for store in coordinator.stores { coordinator.remove(store) }
         }
