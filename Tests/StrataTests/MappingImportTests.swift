@@ -92,12 +92,10 @@ import Testing
             #expect(Set(related) == Set(want), "\(entity) \(pk).\(key): \(related)")
             got["\(entity) \(pk).\(key)"] = related
         }
-        // A many-to-many relationship ordered on one side keeps the order of the side whose entity
-        // mapping links it first, not necessarily the ordered side's.
-        withKnownIssue("a mapping step orders a many-to-many join table by the side that links it first") {
-            for (entity, pk, key, want) in ordered {
-                #expect(got["\(entity) \(pk).\(key)"] == want, "\(entity) \(pk).\(key)")
-            }
+        // Each ordered side keeps its own order, whichever side's entity mapping linked a pair
+        // first.
+        for (entity, pk, key, want) in ordered {
+            #expect(got["\(entity) \(pk).\(key)"] == want, "\(entity) \(pk).\(key)")
         }
     }
 }

@@ -19,6 +19,11 @@ extension SQLiteMappingMigrator {
         /// Join table → its pairs, in order.
         var pairs: [String: [(source: Int64, target: Int64)]] = [:]
         private var pairSet: [String: Set<[Int64]>] = [:]
+        /// Per join table, each pair's place in its source's list and in its target's list, as
+        /// the relationship mapping of that side gave them (a pair may be linked from either side
+        /// first; each side's order is its own mapping's).
+        var sourcePlaces: [String: [[Int64]: Int]] = [:]
+        var targetPlaces: [String: [[Int64]: Int]] = [:]
         private var used: [String: Set<Int64>] = [:]
         private var next: [String: Int64] = [:]
 
@@ -185,10 +190,15 @@ extension SQLiteMappingMigrator {
             case .inverseForeignKey(let inverse)?:
                 for target in targets { objects[target]?.values[inverse] = .integer(key.pk) }
             case .joinTable(let join, let isSource)?:
-                for target in targets {
+                for (place, target) in targets.enumerated() {
                     let pair = isSource ? [key.pk, target.pk] : [target.pk, key.pk]
                     if pairSet[join.name, default: []].insert(pair).inserted {
                         pairs[join.name, default: []].append((pair[0], pair[1]))
+                    }
+                    if isSource {
+                        sourcePlaces[join.name, default: [:]][pair] = sourcePlaces[join.name]?[pair] ?? place
+                    } else {
+                        targetPlaces[join.name, default: [:]][pair] = targetPlaces[join.name]?[pair] ?? place
                     }
                 }
             case nil: break

@@ -155,12 +155,46 @@ enum SQLiteMappingMigrator {
                 values)
         }
         for join in schema.joinTables {
-            for (position, pair) in (builder.pairs[join.name] ?? []).enumerated() {
+            let pairs = builder.pairs[join.name] ?? []
+            let positions = places(
+                of: pairs, by: { $0.source }, given: builder.sourcePlaces[join.name] ?? [:])
+            let targetPositions = places(
+                of: pairs, by: { $0.target }, given: builder.targetPlaces[join.name] ?? [:])
+            for (index, pair) in pairs.enumerated() {
+                var columns = "\"source\", \"target\", \"position\""
+                var values: [SQLiteValue] = [
+                    .integer(pair.source), .integer(pair.target), .integer(Int64(positions[index])),
+                ]
+                if join.isTargetOrdered {
+                    columns += ", \"target_position\""
+                    values.append(.integer(Int64(targetPositions[index])))
+                }
                 try db.run(
-                    "INSERT OR IGNORE INTO \(SQLiteSchema.quote(join.name)) (\"source\", \"target\", \"position\") VALUES (?, ?, ?)",
-                    [.integer(pair.source), .integer(pair.target), .integer(Int64(position))])
+                    "INSERT OR IGNORE INTO \(SQLiteSchema.quote(join.name)) (\(columns)) VALUES (\(values.map { _ in "?" }.joined(separator: ", ")))",
+                    values)
             }
         }
+    }
+
+    /// Each pair's place in the list of the object `owner` names: the order the relationship
+    /// mapping of that side gave (`given`), then, for pairs only the other side linked, the order
+    /// they were linked in.
+    private static func places(
+        of pairs: [(source: Int64, target: Int64)], by owner: ((source: Int64, target: Int64)) -> Int64,
+        given: [[Int64]: Int]
+    ) -> [Int] {
+        var byOwner: [Int64: [Int]] = [:]
+        for (index, pair) in pairs.enumerated() { byOwner[owner(pair), default: []].append(index) }
+        var result = [Int](repeating: 0, count: pairs.count)
+        for indexes in byOwner.values {
+            let sorted = indexes.sorted { first, second in
+                let a = given[[pairs[first].source, pairs[first].target]] ?? Int.max
+                let b = given[[pairs[second].source, pairs[second].target]] ?? Int.max
+                return (a, first) < (b, second)
+            }
+            for (place, index) in sorted.enumerated() { result[index] = place }
+        }
+        return result
     }
 
     /// A column value as an attribute value of `type`.
