@@ -245,6 +245,21 @@ func pairModel(
         #expect(expectIssue(inherited, .duplicateName, entity: "Q", property: "x").contains("'P'"))
     }
 
+    /// A subentity's objects live in its root's table: a configuration that holds one without
+    /// the other is refused with what to add where.
+    @Test func aSubentityAndItsParentInDifferentConfigurationsSayWhatToAdd() {
+        let json = #"""
+            {"entities": [{"name": "Item", "attributes": [{"name": "title", "type": "string"}]},
+                          {"name": "Special", "parent": "Item", "attributes": [{"name": "level", "type": "integer32"}]}],
+             "configurations": [{"name": "A", "entities": ["Item"]}, {"name": "B", "entities": ["Special"]}]}
+            """#
+        let message = expectIssue(json, .inheritanceConfiguration, entity: "Special", property: nil)
+        #expect(message.contains("add 'Item' to 'B'") && message.contains("add 'Special' to 'A'"), "\(message)")
+        let fixed = json.replacingOccurrences(of: #"["Special"]"#, with: #"["Item", "Special"]"#)
+            .replacingOccurrences(of: #"{"name": "A", "entities": ["Item"]}, "#, with: "")
+        #expect(issues(fixed).isEmpty, "\(issues(fixed))")
+    }
+
     @Test func configurationNamingAnUnknownEntity() {
         let json = pairModel(configurations: #"[{"name": "Catalog", "entities": ["Author", "Book", "Shelf"]}]"#)
         expectIssue(json, .unknownConfigurationEntity, entity: "Shelf", property: "Catalog")

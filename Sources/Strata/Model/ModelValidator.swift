@@ -345,12 +345,26 @@ struct ModelValidator {
             let own = Set(configurations.filter { $0.entities.contains(entity.name) }.map(\.name))
             let parents = Set(configurations.filter { $0.entities.contains(parent) }.map(\.name))
             if own != parents {
-                add(
-                    .inheritanceConfiguration, entity.name, nil,
-                    "'\(entity.name)' and its parent '\(parent)' must belong to the same configurations (they share one table)"
-                )
+                add(.inheritanceConfiguration, entity.name, nil, Self.inheritanceFix(entity.name, own, parent, parents))
             }
         }
+    }
+
+    /// Why a subentity and its parent must share their configurations, and how to make them.
+    static func inheritanceFix(_ entity: String, _ own: Set<String>, _ parent: String, _ parents: Set<String>)
+        -> String
+    {
+        func names(_ set: Set<String>) -> String {
+            set.isEmpty ? "none" : set.sorted().map { "'\($0)'" }.joined(separator: ", ")
+        }
+        var fixes: [String] = []
+        let parentMissing = own.subtracting(parents)
+        let entityMissing = parents.subtracting(own)
+        if !parentMissing.isEmpty { fixes.append("add '\(parent)' to \(names(parentMissing))") }
+        if !entityMissing.isEmpty { fixes.append("add '\(entity)' to \(names(entityMissing))") }
+        return "'\(entity)' is in configurations \(names(own)) and its parent '\(parent)' in \(names(parents)); "
+            + "a subentity's objects live in its root entity's table, so each store that holds one needs the "
+            + "other: \(fixes.joined(separator: " and ")) (or list them together in one configuration)"
     }
 
     /// Explicit resource paths (derived ones move off system paths and each other by themselves).
