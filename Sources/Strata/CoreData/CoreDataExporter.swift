@@ -35,7 +35,7 @@ public struct CoreDataExportReport: Sendable {
 /// are in), holding every object a ``StoreCoordinator`` reads: the store an app bundles, opened by
 /// Core Data as it is.
 ///
-/// What it holds (see ``CoreDataLayout`` for the names): `Z_PRIMARYKEY` with Core Data's entity
+/// What it holds (see `CoreDataLayout` for the names): `Z_PRIMARYKEY` with Core Data's entity
 /// numbers, parents and last primary keys; `Z_METADATA` with the store UUID and a binary property
 /// list of `NSStoreType`, `NSStoreModelVersionHashes` (Core Data's own, see
 /// ``ObjectModel/coreDataVersionHashes``), their digest and checksum,

@@ -1,7 +1,7 @@
 import Foundation
 
 /// How much persistent history a store keeps: transactions written before a moment, and changes
-/// beyond a count, expire (see ``PersistentStore/pruneHistory(_:batch:)``).
+/// beyond a count, expire (see ``PersistentStore/pruneHistory(_:batch:proceed:)``).
 ///
 /// What expires is always the oldest part of the history, a prefix of it: a transaction is
 /// forgotten only with every transaction before it. Times come from the clocks of the processes
