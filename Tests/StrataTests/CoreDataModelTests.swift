@@ -116,6 +116,36 @@ import Testing
         #expect(try ObjectModel.loadCoreDataModelBundle(at: single).entityNames == ["Author"])
     }
 
+    /// Trio (nightscout/Trio) ships a fetch index over a to-many relationship, which Xcode and Core
+    /// Data accept: the element is left out with a warning, the rest of the index kept.
+    @Test func aFetchIndexOverAToManyRelationshipLeavesThatElementOut() throws {
+        let model = try Self.load(
+            #"""
+            <entity name="Forecast" syncable="YES">
+                <attribute name="date" optional="YES" attributeType="Date" usesScalarValueType="NO"/>
+                <relationship name="values" optional="YES" toMany="YES" deletionRule="Nullify" destinationEntity="Value" inverseName="forecast" inverseEntity="Value"/>
+                <fetchIndex name="byDate">
+                    <fetchIndexElement property="date" type="Binary" order="descending"/>
+                </fetchIndex>
+                <fetchIndex name="byValue">
+                    <fetchIndexElement property="values" type="Binary" order="ascending"/>
+                </fetchIndex>
+                <fetchIndex name="mixed">
+                    <fetchIndexElement property="values" type="Binary" order="ascending"/>
+                    <fetchIndexElement property="date" type="Binary" order="ascending"/>
+                </fetchIndex>
+            </entity>
+            <entity name="Value" syncable="YES">
+                <attribute name="amount" optional="YES" attributeType="Integer 32" usesScalarValueType="YES"/>
+                <relationship name="forecast" optional="YES" maxCount="1" deletionRule="Nullify" destinationEntity="Forecast" inverseName="values" inverseEntity="Forecast"/>
+            </entity>
+            """#)
+        let forecast = try #require(model.entity(named: "Forecast"))
+        #expect(forecast.indexes.map(\.name) == ["byDate", "mixed"])
+        #expect(forecast.indexes.last?.properties == ["date"])
+        #expect(model.warnings.filter { $0.message.contains("to-many relationship 'values'") }.count == 2)
+    }
+
     @Test func versionHashIgnoresOrderAndLayout() throws {
         func body(reversed: Bool, layout: Bool, yearType: String = "Integer 32") -> String {
             func ordered(_ lines: [String]) -> String { (reversed ? lines.reversed() : lines).joined(separator: "\n") }

@@ -282,6 +282,16 @@ struct CoreDataModelReader {
                             "fetch index '\(child["name"] ?? "")': an element over an expression is ignored")
                         continue
                     }
+                    // Xcode and Core Data accept an element over a to-many relationship (shipping
+                    // models have one); no column of the entity holds it, so there is nothing to
+                    // index: the element is left out with a warning rather than the model refused.
+                    if entity.relationships.contains(where: { $0.name == property && $0.isToMany }) {
+                        warn(
+                            .unsupported, name, property,
+                            "fetch index '\(child["name"] ?? "")' names to-many relationship '\(property)', which has no column to index: the element is left out"
+                        )
+                        continue
+                    }
                     properties.append(property)
                     if element["order"]?.lowercased() == "descending" { descending.insert(property) }
                 }
