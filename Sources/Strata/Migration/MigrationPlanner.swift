@@ -38,11 +38,14 @@ enum MigrationPlanner {
         var chain: [ObjectModel] = []
         if let start = historyHashes.lastIndex(where: { $0 == storedHashes }) {
             if let target = historyHashes.firstIndex(where: { $0 == targetHashes }), target < start {
-                plan.globalRefusals.append(
-                    MigrationRefusal(
-                        .downgrade,
-                        "the store is at model version \(history[start].version ?? "?"), newer than the model's \(model.version ?? "?"); downgrading is not supported"
-                    ))
+                // The bundle's order (by name) puts the store's version after the model's; names do
+                // not order versions (real bundles hold `Model_v9`, `Model_course_info_v18`, …), and
+                // the version an app opens its store with is its newest: one inferred step from the
+                // store's version to the model, as Core Data takes.
+                let source =
+                    recorded.flatMap { hashes(of: $0, configuration: configuration) == storedHashes ? $0 : nil }
+                    ?? history[start]
+                plan.steps.append(step(from: source, to: model, configuration: configuration))
                 return plan
             }
             chain.append(
@@ -71,6 +74,13 @@ enum MigrationPlanner {
             return plan
         }
         chain.append(model)
+        if chain.count > 2, !keepsWhatBothEndsHave(chain, configuration: configuration) {
+            // A bundle's versions have no order of their own (real ones are named
+            // `Model_course_info_v18`, `Model_v2`, …): a chain that drops an entity or attribute
+            // that the store's version and the model both have is in the wrong order, and would
+            // delete its data. Core Data migrates such a store in one inferred step; so does this.
+            chain = [chain[0], model]
+        }
         for index in 1..<chain.count
         where hashes(of: chain[index - 1], configuration: configuration)
             != hashes(
@@ -79,6 +89,29 @@ enum MigrationPlanner {
             plan.steps.append(step(from: chain[index - 1], to: chain[index], configuration: configuration))
         }
         return plan
+    }
+
+    /// Whether every version between the ends of `chain` has each entity, and each of its
+    /// attributes and relationships, that both ends have under the same name.
+    static func keepsWhatBothEndsHave(_ chain: [ObjectModel], configuration: String?) -> Bool {
+        func properties(_ model: ObjectModel) -> [String: Set<String>] {
+            let names = model.entityNames(inConfiguration: configuration) ?? []
+            return Dictionary(
+                uniqueKeysWithValues: names.map { entity in
+                    (
+                        entity,
+                        Set(model.attributes(of: entity).map(\.name) + model.relationships(of: entity).map(\.name))
+                    )
+                })
+        }
+        let first = properties(chain[0])
+        let last = properties(chain[chain.count - 1])
+        var kept: [String: Set<String>] = [:]
+        for (entity, names) in first { if let later = last[entity] { kept[entity] = names.intersection(later) } }
+        return chain.dropFirst().dropLast().allSatisfy { version in
+            let middle = properties(version)
+            return kept.allSatisfy { entity, names in middle[entity].map { names.isSubset(of: $0) } ?? false }
+        }
     }
 
     /// Matches `new` names to `old` names: by `renamedFrom`, then by name, then by renaming identifier.
