@@ -39,10 +39,13 @@ import Testing
             store: "coredataplus-samplemodel/SampleModel_V2.sqlite",
             model: "coredataplus-samplemodel/SampleModel.xcdatamodeld/SampleModel2.xcdatamodel", version: "SampleModel2"
         ),
+        // The bundle marks SampleModel current: the store of SampleModel2 is migrated to it in
+        // one inferred step, as Core Data would try, which needs a value for `Person.id` that
+        // version 1 requires and version 2's objects lack: refused, as Core Data refuses it.
         Case(
             store: "coredataplus-samplemodel/SampleModel_V2.sqlite",
             model: "coredataplus-samplemodel/SampleModel.xcdatamodeld",
-            version: "SampleModel2", refusal: "newer than the model's"),
+            version: "SampleModel2", refusal: "Person.id: is added as required with no default value"),
         // Inheritance and a many-to-many join table.
         Case(
             store: "coredataplus-samplemodel-2018/SampleModelV2.sqlite",
