@@ -157,6 +157,11 @@ public enum NotebookMappingFixture {
         let model = try ObjectModel.load(contentsOf: bundle.appendingPathComponent("Notes.xcdatamodel"))
         let store = try SQLiteStore(model: model, configuration: nil, url: url)
         defer { store.close() }
+        try seedVersion1(into: store)
+    }
+
+    /// Writes the objects of ``seedVersion1(at:bundle:)`` into `store`, opened with version 1.
+    public static func seedVersion1(into store: any PersistentStore) throws {
         let folders = try store.newObjectIDs(entity: "Folder", count: 2)
         let people = try store.newObjectIDs(entity: "Person", count: 2)
         let notes = try store.newObjectIDs(entity: "Note", count: 4)
