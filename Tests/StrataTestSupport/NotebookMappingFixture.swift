@@ -194,6 +194,16 @@ public enum NotebookMappingFixture {
         "Loose thought|nil|1|draft|nil|nil|nil", "Ship release|nil|5|draft|Work|Work|Ben",
     ]
 
+    /// ``articlesQuery`` in a PostgreSQL store's schema, whose text columns hold UTF-8 bytes.
+    public static let postgreSQLArticlesQuery = """
+        SELECT \(text(#"a."headline""#)), \(text(#"a."body""#)), a."score", \(text(#"a."status""#)), \
+        \(text(#"a."folderName""#)), \(text(#"f."name""#)), \(text(#"p."name""#)) FROM "Article" a \
+        LEFT JOIN "Folder" f ON f."_pk" = a."inFolder" LEFT JOIN "Person" p ON p."_pk" = a."writer" ORDER BY 1
+        """
+
+    /// A PostgreSQL text column (kept as bytes) as text, `nil` for NULL.
+    public static func text(_ column: String) -> String { "COALESCE(convert_from(\(column), 'UTF8'), 'nil')" }
+
     /// The query that lists the articles as ``migratedArticles`` has them.
     public static let articlesQuery = """
         SELECT a."headline", a."body", a."score", a."status", a."folderName", f."name", p."name" FROM "Article" a \

@@ -80,20 +80,13 @@ struct PostgreSQLMappingTests {
         }
     }
 
-    /// A text column (kept as bytes) as text, `nil` for NULL.
-    static func text(_ column: String) -> String { "COALESCE(convert_from(\(column), 'UTF8'), 'nil')" }
-
-    /// ``NotebookMappingFixture/articlesQuery`` in PostgreSQL.
-    static let articlesQuery = """
-        SELECT \(text(#"a."headline""#)), \(text(#"a."body""#)), a."score", \(text(#"a."status""#)), \
-        \(text(#"a."folderName""#)), \(text(#"f."name""#)), \(text(#"p."name""#)) FROM "Article" a \
-        LEFT JOIN "Folder" f ON f."_pk" = a."inFolder" LEFT JOIN "Person" p ON p."_pk" = a."writer" ORDER BY 1
-        """
+    static func text(_ column: String) -> String { NotebookMappingFixture.text(column) }
 
     @Test func aVersion1StoreMigratesThroughAMappedAndAnInferredStep() throws {
         let setup = try Setup()
         try setup.migrate(to: "Notes 3", mappings: try setup.mappings)
-        #expect(try setup.rows(Self.articlesQuery) == NotebookMappingFixture.migratedArticles)
+        #expect(
+            try setup.rows(NotebookMappingFixture.postgreSQLArticlesQuery) == NotebookMappingFixture.migratedArticles)
         #expect(try setup.rows(#"SELECT "pinned", count(*) FROM "Article" GROUP BY 1"#) == ["0|4"])
         #expect(
             try setup.rows(#"SELECT \#(Self.text(#""name""#)), \#(Self.text(#""colour""#)) FROM "Folder" ORDER BY 1"#)
