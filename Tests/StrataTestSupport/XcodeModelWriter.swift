@@ -66,13 +66,16 @@ public struct XcodeRelationship: Sendable {
     public var inverse: String
     /// Whether it is to-many.
     public var toMany: Bool
+    /// Whether it is an ordered to-many.
+    public var ordered: Bool
 
     /// An optional relationship with its inverse, nullified on delete.
-    public init(_ name: String, to destination: String, inverse: String, toMany: Bool = false) {
+    public init(_ name: String, to destination: String, inverse: String, toMany: Bool = false, ordered: Bool = false) {
         self.name = name
         self.destination = destination
         self.inverse = inverse
         self.toMany = toMany
+        self.ordered = ordered
     }
 }
 
@@ -135,6 +138,7 @@ public enum XcodeModelWriter {
                 lines.append(
                     #"        <relationship name="\#(escaped(relationship.name))" optional="YES" "#
                         + (relationship.toMany ? #"toMany="YES" "# : #"maxCount="1" "#)
+                        + (relationship.ordered ? #"ordered="YES" "# : "")
                         + #"deletionRule="Nullify" destinationEntity="\#(destination)" "#
                         + #"inverseName="\#(escaped(relationship.inverse))" inverseEntity="\#(destination)"/>"#)
             }

@@ -31,7 +31,7 @@ public struct StoreOptions: Sendable, Hashable {
     /// `.xcdatamodeld`'s versions, say); empty: one step from the model the store recorded.
     public var modelHistory: [ObjectModel]
     /// Mapping models (Core Data `.xcmappingmodel`s) that a migration runs, instead of inferring
-    /// it, for the steps between the model versions each names (SQLite only).
+    /// it, for the steps between the model versions each names (SQLite and PostgreSQL stores).
     public var mappingModels: [MappingModel]
     /// The migration policies that entity mappings naming a custom policy class run, by that
     /// class name (see ``EntityMigrationPolicy``).
