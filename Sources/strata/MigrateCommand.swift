@@ -3,7 +3,7 @@ import Strata
 import StrataCLI
 import StrataServer
 
-/// `strata migrate`: migrates store files to the model without serving them.
+/// `strata migrate`: migrates stores (SQLite files, PostgreSQL schemas) to the model without serving them.
 enum MigrateCommand {
     struct Settings {
         var models: [String] = []
