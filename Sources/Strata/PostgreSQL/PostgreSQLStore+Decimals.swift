@@ -4,8 +4,8 @@ extension PostgreSQLStore {
     /// Converts a store's decimal columns held as `text` (their digits) to `numeric`, the type
     /// ``PostgreSQLSchema`` gives them, so that PostgreSQL compares them as numbers: in one
     /// transaction under the advisory lock that guards the store's creation and migration, before
-    /// either runs (a migration copies the columns into `numeric` ones). Text that is no decimal
-    /// becomes NULL, as reading it gave nil.
+    /// either runs (a migration copies the columns into `numeric` ones). Text that is not a
+    /// decimal's digits becomes NULL.
     ///
     /// The columns are those of the decimal attributes of the model the store records (the one
     /// it was written with, which a pending migration differs from), else of `model`.
