@@ -97,8 +97,25 @@ import Testing
 
     @Test(.enabled(if: PostgreSQLTestServer.requirement.runs, "\(PostgreSQLTestServer.requirement.skipComment)"))
     func postgreSQL() throws {
-        let (process, client, _) = try Self.serve { _ in try PostgreSQLTestServer.storeURL().absoluteString }
+        let (process, client, folder) = try Self.serve { try $0.postgreSQLURL(name: "ledger").absoluteString }
         try Self.check(client)
         _ = process
+        // Held in a `numeric` column, with the digits read back, which PostgreSQL itself orders.
+        let schema = folder.postgreSQLSchema(name: "ledger")
+        func psql(_ sql: String) throws -> String {
+            try PostgreSQLTestServer.psql(sql).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(
+            try psql(
+                "SELECT data_type FROM information_schema.columns WHERE table_schema = '\(schema)' AND table_name = 'Amount' AND column_name = 'value'"
+            ) == "numeric")
+        let table = "\(schema).\"Amount\""
+        #expect(
+            try psql("SELECT string_agg(convert_from(label, 'UTF8'), ',' ORDER BY value) FROM \(table)")
+                == Self.values.indices.map { "v\($0)" }.joined(separator: ","))
+        for (index, value) in Self.values.enumerated() {
+            let stored = try psql("SELECT value::text FROM \(table) WHERE label = convert_to('v\(index)', 'UTF8')")
+            #expect(stored == value.read, "\(value.sent)")
+        }
     }
 }

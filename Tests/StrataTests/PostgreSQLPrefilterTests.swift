@@ -5,14 +5,15 @@ import Testing
 
 /// What of a predicate PostgreSQL checks itself; the predicate agreement test proves the results.
 @Suite struct PostgreSQLPrefilterTests {
-    static func condition(_ format: String, _ arguments: [PredicateArgument] = []) throws -> (
-        sql: String?, exact: Bool, arguments: [PGValue]
-    ) {
+    static func condition(_ format: String, _ arguments: [PredicateArgument] = [], numericDecimals: Bool = true)
+        throws -> (sql: String?, exact: Bool, arguments: [PGValue])
+    {
         let entities = conformanceModel.entityNames(inConfiguration: "Main") ?? []
         let schema = PostgreSQLSchema(model: conformanceModel, entities: entities, namespace: "s")
         let table = try #require(schema.base.table(for: "Book"))
         var prefilter = PostgreSQLPrefilter(
-            model: conformanceModel, entity: "Book", table: table, storeIdentifier: "S", firstIndex: 2)
+            model: conformanceModel, entity: "Book", table: table, storeIdentifier: "S", firstIndex: 2,
+            numericDecimals: numericDecimals)
         let predicate = try FetchPredicate(format: format, arguments: arguments).bound(
             to: "Book", in: conformanceModel)
         let result = try prefilter.condition(predicate)
@@ -49,6 +50,30 @@ import Testing
         #expect(prefix.arguments == [.bytes(Data("Du".utf8)), .bytes(Data("Du".utf8) + [0xFF])])
         let nan = try Self.condition("rating == %@", [.value(.double(.nan))])
         #expect(nan.sql == nil)
+    }
+
+    /// A decimal, and any number beside one, is compared as `numeric` by its exact digits (a text
+    /// comparison would put 10 before 9, a double one merge values that differ in their 38th digit).
+    @Test func decimalsAreComparedAsNumericByTheirDigits() throws {
+        let greater = try Self.condition("price > 9")
+        #expect(greater.sql == #"COALESCE(t."price" > $2::numeric, false)"#)
+        #expect(greater.exact && greater.arguments == [.text("9")])
+        let digits = "12345678901234567890.123456789012345678"
+        let equal = try Self.condition(
+            "price == %@ OR price IN {'1.50', 0.25}", [.value(.decimal(AttributeValue.parseDecimal(digits)!))])
+        #expect(
+            equal.sql
+                == #"(t."price" IS NOT DISTINCT FROM $2::numeric) OR ((t."price" IS NOT DISTINCT FROM $3::numeric OR t."price" IS NOT DISTINCT FROM $4::numeric))"#
+        )
+        #expect(equal.exact && equal.arguments == [.text(digits), .text("1.5"), .text("0.25")])
+        // An integer column beside a decimal compares exactly too; a double column is left to Strata.
+        let year = try Self.condition("year >= %@", [.value(.decimal(Decimal(string: "1999.5")!))])
+        #expect(year.sql == #"COALESCE(t."year" >= $2::numeric, false)"#)
+        #expect(try Self.condition("rating > %@", [.value(.decimal(1))]).sql == nil)
+        // A double whose Decimal is NaN cannot be compared in SQL.
+        #expect(try Self.condition("price < %@", [.value(.double(1e300))]).sql == nil)
+        // A store whose decimal columns are still text leaves them to Strata.
+        #expect(try Self.condition("price > 9", numericDecimals: false).sql == nil)
     }
 
     @Test func aConstantThatCannotCompareIsRefusedAsSQLiteRefusesIt() throws {

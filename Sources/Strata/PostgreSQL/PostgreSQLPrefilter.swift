@@ -7,11 +7,11 @@ import Foundation
 /// The condition is *necessary*: every object the predicate matches satisfies it. Strata's own
 /// evaluator still runs over the rows read, so results are the other stores' by construction.
 /// Comparisons of an attribute of the fetched entity with a constant are translated (numbers,
-/// Booleans and dates through `bigint`/`double precision`, text as `bytea`, which orders by bytes as
+/// Booleans and dates through `bigint`/`double precision`, decimals and any number beside one as
+/// `numeric`, exactly as ``ValueOrdering`` compares them, text as `bytea`, which orders by bytes as
 /// Strata does; `BEGINSWITH` without options as a byte range), and a to-one relationship with an
-/// object; anything else (other key paths, `[c]`/`[d]`, `LIKE`, `MATCHES`, decimals) reads every
-/// row, as before. A part is *exact* when PostgreSQL's answer equals Strata's for every row, which
-/// is what a `NOT` needs.
+/// object; anything else (other key paths, `[c]`/`[d]`, `LIKE`, `MATCHES`) reads every row. A part
+/// is *exact* when PostgreSQL's answer equals Strata's for every row, which is what a `NOT` needs.
 struct PostgreSQLPrefilter {
     /// A condition (nil: none, every row may match) and whether it is exact.
     typealias Condition = (sql: String?, exact: Bool)
@@ -20,15 +20,22 @@ struct PostgreSQLPrefilter {
     let entity: String
     let table: SQLiteSchema.Table
     let storeIdentifier: String
+    /// Whether decimal columns are `numeric` (a read-only store opened before its text decimal
+    /// columns were converted keeps them as text: its decimals are left to Strata's evaluator).
+    let numericDecimals: Bool
     /// The values of the parameters the conditions use, numbered after `firstIndex - 1`.
     private(set) var arguments: [PGValue] = []
     let firstIndex: Int
 
-    init(model: ObjectModel, entity: String, table: SQLiteSchema.Table, storeIdentifier: String, firstIndex: Int) {
+    init(
+        model: ObjectModel, entity: String, table: SQLiteSchema.Table, storeIdentifier: String, firstIndex: Int,
+        numericDecimals: Bool = true
+    ) {
         self.model = model
         self.entity = entity
         self.table = table
         self.storeIdentifier = storeIdentifier
+        self.numericDecimals = numericDecimals
         self.firstIndex = firstIndex
     }
 
@@ -78,7 +85,7 @@ struct PostgreSQLPrefilter {
 
     /// How a column's values are compared in SQL.
     private enum Domain {
-        case integer, double, boolean, date, text
+        case integer, double, decimal, boolean, date, text
     }
 
     private func domain(of type: AttributeType) -> Domain? {
@@ -87,8 +94,9 @@ struct PostgreSQLPrefilter {
         case .double, .float: .double
         case .boolean: .boolean
         case .date: .date
+        case .decimal: numericDecimals ? .decimal : nil
         case .string, .uri: .text
-        case .decimal, .uuid, .binary, .json: nil
+        case .uuid, .binary, .json: nil
         }
     }
 
@@ -101,6 +109,14 @@ struct PostgreSQLPrefilter {
     /// when it cannot be compared in SQL.
     private mutating func constant(_ value: AttributeValue, _ domain: Domain) -> (sql: String, exact: Bool)? {
         switch (domain, value) {
+        case (.decimal, _), (.integer, .decimal):
+            // Compared as Strata compares a decimal with any number (`ValueOrdering.decimal(_:)`):
+            // exactly, the constant by its digits. (A double column beside a decimal is left to
+            // Strata: PostgreSQL would compare them as doubles.)
+            guard let decimal = ValueOrdering.decimal(value), !decimal.isNaN,
+                AttributeValue.isDecimalSyntax(decimal.description)
+            else { return nil }
+            return (parameter(.text(decimal.description), cast: "numeric"), true)
         case (.integer, .integer(let i)): return (parameter(.integer(i), cast: "bigint"), true)
         case (.integer, .double(let d)) where !d.isNaN, (.double, .double(let d)) where !d.isNaN:
             return (parameter(.double(d), cast: "double precision"), true)
