@@ -124,6 +124,49 @@ struct PostgreSQLDecimalTests {
         }
     }
 
+    /// The conditions a fetch hands PostgreSQL are ones a B-tree index on the column serves (not
+    /// `COALESCE(…)` or `IS NOT DISTINCT FROM`, which read every row): with 20,000 objects and the
+    /// model's fetch index on `value`, PostgreSQL's plan for each selective comparison uses it.
+    @Test func aFetchIndexServesPushedDownComparisons() throws {
+        let folder = TemporaryDirectory()
+        let url = try folder.postgreSQLURL()
+        let model = try Self.ledger("1")
+        let store = try PostgreSQLStore(model: model, configuration: nil, url: url)
+        defer { store.close() }
+        let ids = try store.newObjectIDs(entity: "Amount", count: 20_000)
+        try store.save(
+            StoreChanges(
+                inserts: ids.enumerated().map { index, id in
+                    StoreRow(
+                        id: id,
+                        attributes: [
+                            "label": .string("a\(index)"), "value": .decimal(Decimal(index) / 100),
+                            "count": .integer(Int64(index)),
+                        ])
+                }))
+        let table = store.schema.qualified("Amount")
+        try PostgreSQLTestServer.psql("ANALYZE \(table)")
+        let (conninfo, _, _) = PostgreSQLStore.connection(from: url, configuration: nil)
+        let connection = try PGConnection(conninfo)
+        let tableInfo = try #require(store.schema.base.table(for: "Amount"))
+        for format in [
+            "value > 199.5", "value == 12.34", "value IN {1.5, 2.5}", "value BETWEEN {10, 10.5}",
+            "NOT (value <= 199.5)", "value < 0.25 AND count >= 0",
+        ] {
+            let predicate = try FetchPredicate(format: format).bound(to: "Amount", in: model)
+            var prefilter = PostgreSQLPrefilter(
+                model: model, entity: "Amount", table: tableInfo, storeIdentifier: store.metadata.identifier,
+                firstIndex: 1)
+            let sql = try #require(try prefilter.condition(predicate).sql, "\(format)")
+            let plan = try connection.execute(
+                "EXPLAIN SELECT t.\"label\" FROM \(table) AS t WHERE \(sql)", prefilter.arguments
+            )
+            .rows.compactMap { $0[0].map { String(decoding: PGConnection.bytes($0), as: UTF8.self) } }
+            .joined(separator: "\n")
+            #expect(plan.contains("Index") && !plan.contains("Seq Scan"), "\(format):\n\(plan)")
+        }
+    }
+
     /// The column layout of a store whose decimals are text: `value` turned back into the
     /// decimals' digits, and an object whose text is no decimal.
     static func textLayout(_ folder: TemporaryDirectory, columns: [String] = ["value"]) throws {

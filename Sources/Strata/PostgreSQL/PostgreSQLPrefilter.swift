@@ -11,7 +11,10 @@ import Foundation
 /// `numeric`, exactly as ``ValueOrdering`` compares them, text as `bytea`, which orders by bytes as
 /// Strata does; `BEGINSWITH` without options as a byte range), and a to-one relationship with an
 /// object; anything else (other key paths, `[c]`/`[d]`, `LIKE`, `MATCHES`) reads every row. A part
-/// is *exact* when PostgreSQL's answer equals Strata's for every row, which is what a `NOT` needs.
+/// is *exact* when PostgreSQL's answer equals Strata's for every row, which is what a `NOT` needs:
+/// a comparison is written `column op $n AND column IS NOT NULL`, which is false (never NULL) for a
+/// NULL column as Strata's comparison is, and which, unlike `COALESCE(…)` or `IS NOT DISTINCT
+/// FROM`, a B-tree index on the column serves.
 struct PostgreSQLPrefilter {
     /// A condition (nil: none, every row may match) and whether it is exact.
     typealias Condition = (sql: String?, exact: Bool)
@@ -182,32 +185,41 @@ struct PostgreSQLPrefilter {
             let equal = comparison.op == .equal
             if value.isNull { return ("\(column) IS \(equal ? "" : "NOT ")NULL", true) }
             guard let (sql, exact) = constant(value, domain) else { return (nil, false) }
-            return ("\(column) IS \(equal ? "NOT " : "")DISTINCT FROM \(sql)", exact)
+            return (
+                equal ? "(\(column) = \(sql) AND \(column) IS NOT NULL)" : "(\(column) <> \(sql) OR \(column) IS NULL)",
+                exact
+            )
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
             guard let value = try coerced(comparison.rhs), !value.isNull, let (sql, exact) = constant(value, domain)
             else { return (nil, false) }
-            return ("COALESCE(\(column) \(comparison.op.rawValue) \(sql), false)", exact)
+            return ("(\(column) \(comparison.op.rawValue) \(sql) AND \(column) IS NOT NULL)", exact)
         case .between:
             guard case .list(let bounds) = comparison.rhs, bounds.count == 2,
                 let low = try coerced(bounds[0]), let high = try coerced(bounds[1]), !low.isNull, !high.isNull,
                 let (lowSQL, lowExact) = constant(low, domain), let (highSQL, highExact) = constant(high, domain)
             else { return (nil, false) }
-            return ("COALESCE(\(column) >= \(lowSQL) AND \(column) <= \(highSQL), false)", lowExact && highExact)
+            return (
+                "(\(column) >= \(lowSQL) AND \(column) <= \(highSQL) AND \(column) IS NOT NULL)", lowExact && highExact
+            )
         case .in:
             guard case .list(let items) = comparison.rhs else { return (nil, false) }
             if items.isEmpty { return ("false", true) }
-            var parts: [String] = []
+            var values: [String] = []
+            var null = false
             var exact = true
             for item in items {
                 guard let value = try coerced(item) else { return (nil, false) }
                 if value.isNull {
-                    parts.append("\(column) IS NULL")
+                    null = true
                     continue
                 }
                 guard let (sql, itemExact) = constant(value, domain) else { return (nil, false) }
-                parts.append("\(column) IS NOT DISTINCT FROM \(sql)")
+                values.append(sql)
                 exact = exact && itemExact
             }
+            var parts =
+                values.isEmpty ? [] : ["(\(column) IN (\(values.joined(separator: ", "))) AND \(column) IS NOT NULL)"]
+            if null { parts.append("\(column) IS NULL") }
             return ("(" + parts.joined(separator: " OR ") + ")", exact)
         case .beginsWith:
             // UTF-8 never holds the byte 0xFF, so the texts starting with p are those in [p, p‖FF).
@@ -217,7 +229,7 @@ struct PostgreSQLPrefilter {
             if prefix.isEmpty { return ("\(column) IS NOT NULL", true) }
             let low = parameter(.bytes(Data(prefix.utf8)), cast: "bytea")
             let high = parameter(.bytes(Data(prefix.utf8) + [0xFF]), cast: "bytea")
-            return ("COALESCE(\(column) >= \(low) AND \(column) < \(high), false)", true)
+            return ("(\(column) >= \(low) AND \(column) < \(high) AND \(column) IS NOT NULL)", true)
         case .endsWith, .contains, .like, .matches: return (nil, false)
         }
     }
