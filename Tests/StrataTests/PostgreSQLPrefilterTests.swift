@@ -44,7 +44,8 @@ import Testing
         let exactNot = try Self.condition("NOT (rating < 2.5 OR published == nil)")
         #expect(
             exactNot.sql
-                == #"NOT (((t."rating" < $2::double precision AND t."rating" IS NOT NULL)) OR (t."published" IS NULL))"#)
+                == #"NOT (((t."rating" < $2::double precision AND t."rating" IS NOT NULL)) OR (t."published" IS NULL))"#
+        )
     }
 
     @Test func prefixesAreByteRangesAndNaNIsNeverExact() throws {
