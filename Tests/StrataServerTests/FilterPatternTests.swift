@@ -213,3 +213,56 @@ import Testing
         }
     }
 }
+
+/// A batch operation's `path` pattern admits exactly the paths a batch takes: every collection
+/// (for `POST`) and object (for the other methods), with or without a trailing slash; no other
+/// path, such as `/`, a property, or one without its leading slash.
+@Suite struct BatchPathPatternTests {
+    @Test func theBatchTakesExactlyThePathsItsPatternMatches() throws {
+        let folder = TemporaryDirectory()
+        let process = try StrataProcess(["serve", "--port", "0", "--data-dir", folder.file("data").path])
+        let client = TestClient(port: try #require(process.port(), "\(process.stderr.current)"))
+        let document = try client.send("GET", "/openapi.json").json
+        let pattern = try #require(
+            document.objectValue?["components"]?.objectValue?["schemas"]?.objectValue?["BatchOperation"]?
+                .objectValue?["properties"]?.objectValue?["path"]?.objectValue?["pattern"]?.stringValue)
+        let bodies = [
+            "authors": #"{"name": "A"}"#, "books": #"{"title": "B"}"#, "tags": #"{"name": "T"}"#,
+            "search-logs": #"{"query": "q"}"#,
+        ]
+        var number = 0
+        for resource in bodies.keys.sorted() {
+            let created = try client.send("POST", "/\(resource)", json: bodies[resource]!)
+            #expect(created.status == 201, "\(created.text)")
+        }
+        var paths = ["/", "", "x/books", "books", "//books", "/books//", "/books/1/author", "/books/abc", "/live"]
+        paths += [
+            "/_batch", "/books?x=1", "/bo%6Fks", "/books/1/x/y", "/books/-1", "/books/+1", "/books/+-1", "/books/_bulk",
+        ]
+        for resource in bodies.keys { paths += ["/\(resource)", "/\(resource)/", "/\(resource)/1", "/\(resource)/1/"] }
+        var taken = 0
+        for path in paths {
+            let expected = try FilterPatternTests.matches(pattern, path)
+            let item = path.split(separator: "/").count == 2
+            for method in ["GET", "POST"] {
+                let resource = String(path.split(separator: "/").first ?? "")
+                number += 1
+                let body =
+                    method == "POST"
+                    ? (bodies[resource] ?? "{}").replacingOccurrences(
+                        of: #"": ""#, with: #"": "\#(number)"#) : nil
+                let operation =
+                    #"{"method": "\#(method)", "path": "\#(path)""# + (body.map { #", "body": \#($0)"# } ?? "")
+                let response = try client.send("POST", "/_batch", json: #"{"operations": [\#(operation)}]}"#)
+                if expected && (method == "POST") != item {
+                    #expect(response.status == 200, "\(method) \(path): \(response.text)")
+                    taken += 1
+                } else {
+                    #expect((400..<500).contains(response.status), "\(method) \(path): \(response.text)")
+                }
+            }
+        }
+        #expect(taken == 17)
+        _ = process
+    }
+}
