@@ -67,7 +67,12 @@ enum FilterSyntax {
     /// The pattern of a filter on an attribute of `type`: `[not.]op.value`, `[not.]in.(a,b)` (items
     /// are values or `null`), `[not.]is.null`, `like`/`ilike` on text, `is.true`/`is.false` on
     /// Booleans. On JSON only `is.null`.
-    static func pattern(_ type: AttributeType) -> String {
+    static func pattern(_ type: AttributeType) -> String { patterns[type]! }
+
+    /// ``pattern(_:)`` of every type, built once.
+    private static let patterns = Dictionary(uniqueKeysWithValues: AttributeType.allCases.map { ($0, build($0)) })
+
+    private static func build(_ type: AttributeType) -> String {
         var alternatives: [String] = []
         let operators = operators(type)
         if let value = value(type), !operators.isEmpty {
