@@ -13,7 +13,7 @@ import Testing
 @Suite(.serialized) struct FilterPatternTests {
     /// Values to put after an operator, per attribute type, valid and not.
     static let samples: [AttributeType: [String]] = [
-        .string: ["", "a", "a,b", "x\u{1}y", "\u{301}x", "null", ")", "é(", "\n"],
+        .string: ["", "a", "a,b", "x\u{1}y", "\u{301}x", "null", ")", "é(", "\n", "\u{0}", "\u{10FFFF}"],
         .integer16: [
             "0", "-0", "007", "+5", "32767", "32768", "-32768", "-32769", "99999999999999999999",
             "-99999999999999999999", "1.5", "1e3", " 5", "", "abc", "\u{663}", "-",
@@ -156,6 +156,8 @@ import Testing
             ("published=eq.2023-12-31T23:59:60.000002Z", ["b2"]),
             ("_id=eq.99999999999999999999", []), ("_id=not.in.(99999999999999999999)", ["b1", "b2", "b3"]),
             ("author=eq.99999999999999999999", []), ("author=is.null", ["b1", "b2", "b3"]),
+            // Control characters in text are text (a NUL too, in every store).
+            ("title=in.(%00,b1,%01)", ["b1"]), ("title=lt.b1%00", ["b1"]), ("title=gt.b1%00", ["b2", "b3"]),
             ("cover=not.is.null", []), ("metadata=is.null", ["b1", "b2", "b3"]),
         ]
         for (query, expected) in expectations {
