@@ -393,9 +393,15 @@ extension OpenAPIBuilder {
         ]
     }
 
-    /// `POST /_batch` request and response schemas.
-    static func batchSchemas(_ limits: RequestLimits) -> [(key: String, value: OpenAPINode)] {
-        [
+    /// `POST /_batch` request and response schemas; `resources` are the entities' resource paths
+    /// (`books`), whose collections and objects are what an operation's `path` may name.
+    static func batchSchemas(_ limits: RequestLimits, resources: [String] = []) -> [(key: String, value: OpenAPINode)] {
+        // A collection or an object id (decimal, as `Int64(_:)` reads it, so `+7` too; an id no
+        // object has is a 404), with the one trailing slash routes allow: the paths a batch takes.
+        // Which method fits which (POST a collection, the others an object) is a rule between two
+        // members, which the batch answers with 422.
+        let path = "^/(?:" + resources.map(regexEscaped).joined(separator: "|") + ")(?:/\\+?[0-9]+)?/?$"
+        return [
             (
                 "BatchRequest",
                 [
@@ -422,7 +428,7 @@ extension OpenAPIBuilder {
                     "properties": [
                         "method": ["type": "string", "enum": ["GET", "POST", "PATCH", "PUT", "DELETE"]],
                         "path": [
-                            "type": "string", "pattern": "^/[^?]*$",
+                            "type": "string", "pattern": .string(path),
                             "description":
                                 "A collection (`POST`) or object path (`GET`, `PATCH`, `PUT`, `DELETE`), without a query string.",
                         ],
