@@ -95,8 +95,6 @@ public struct MigrationRefusal: Sendable, Hashable, CustomStringConvertible {
         case parentChange
         /// A concrete entity became abstract.
         case madeAbstract
-        /// A `renamedFrom` names nothing in the store's model.
-        case unresolvedRename
         /// The store's configuration is missing from a model version.
         case configurationMissing
         /// The store's model cannot be told (no recorded model and no matching version in the history).
@@ -194,10 +192,17 @@ public struct MigrationPlan: Sendable {
     public var storeURL: URL?
     /// The store's configuration (nil: every entity).
     public var configuration: String?
-    /// The steps, in order; several when a model history is given.
+    /// The steps, in order: one inferred step from the store's version to the model, or, with
+    /// mapping models (``using(_:policies:)``), each mapping model's step and inferred steps between.
     public var steps: [MigrationStep]
     /// Problems that are not about one step (no recorded model, a downgrade, …).
     public var globalRefusals: [MigrationRefusal]
+    /// The model the store was written with, when it needs migrating.
+    var origin: ObjectModel? = nil
+    /// The model the store is opened with.
+    var target: ObjectModel? = nil
+    /// The model versions given, in the order that places mapping models between the two.
+    var history: [ObjectModel] = []
 
     /// Every refusal: the global ones, then each step's.
     public var refusals: [MigrationRefusal] { globalRefusals + steps.flatMap(\.refusals) }

@@ -50,24 +50,12 @@ extension MigrationPlanner {
         /// seen from every subentity, and reported once).
         func place(of relationship: String) -> String { new.declaringEntity(of: relationship, in: name) ?? name }
 
-        /// A relationship with no match in the old version. A renaming identifier that names
-        /// nothing there, while an old relationship goes unmatched, means versions were skipped;
+        /// A relationship with no match in the old version (a renaming identifier that names
+        /// nothing there too, as Core Data's inferred mappings match renaming identifiers only):
         /// a required to-one has nothing to point to; anything else is new and empty.
         /// - Returns: whether it is added.
         func planAdded(_ relationship: RelationshipDescription, collector: inout Collector) -> Bool {
             let place = place(of: relationship.name)
-            if let previous = relationship.renamedFrom, old.relationship(previous, of: oldName) == nil,
-                old.relationship(relationship.name, of: oldName) == nil,
-                !oldRelationships.contains(where: { ($0.renamedFrom ?? $0.name) == previous }),
-                oldRelationships.contains(where: { !Set(matched.values).contains($0.name) })
-            {
-                collector.refuse(
-                    MigrationRefusal(
-                        .unresolvedRename, entity: place, property: relationship.name,
-                        "is renamed from '\(previous)', which '\(oldName)' does not have in the store's model (version \(old.version ?? "?")); migrate through the versions in between (give the model history)"
-                    ))
-                return false
-            }
             if !relationship.isToMany && !relationship.isOptional {
                 collector.refuse(
                     MigrationRefusal(
