@@ -27,6 +27,8 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
         case widenType
         /// A numeric type changed to another (integers of any width, `double`, `float`, `decimal`):
         /// values are converted, and the migration is refused when one does not fit the new type.
+        /// A `boolean` becomes 1 or 0 of a numeric type, and a number becomes a `boolean` as
+        /// `NSNumber.boolValue` reads it (zero is false, anything else true).
         case convertType
         /// A new relationship, empty for existing objects.
         case addRelationship
@@ -82,7 +84,7 @@ public struct MigrationRefusal: Sendable, Hashable, CustomStringConvertible {
     /// Why the change cannot be migrated.
     public enum Kind: String, Sendable, Hashable {
         /// An attribute's type changed to one that Core Data's inferred mappings do not convert
-        /// (anything but numeric to numeric): a mapping model is needed.
+        /// (anything but numeric, Boolean included, to numeric): a mapping model is needed.
         case typeChange
         /// A required attribute was added with no default value.
         case requiredWithoutDefault

@@ -173,13 +173,14 @@ enum MigrationPlanner {
         }
     }
 
-    /// The numeric types: integers of every width, `double`, `float` and `decimal`.
+    /// The numeric types: integers of every width, `double`, `float`, `decimal`, and `boolean`
+    /// (Core Data holds a Boolean in an `NSNumber` too, stored as 0 or 1).
     private static let numericTypes: Set<AttributeType> = [
-        .integer16, .integer32, .integer64, .double, .float, .decimal,
+        .integer16, .integer32, .integer64, .double, .float, .decimal, .boolean,
     ]
 
     /// Whether `old` values are converted to type `new` (each checked to fit): Core Data's
-    /// inferred mappings carry a numeric value over to another numeric type.
+    /// inferred mappings carry a numeric value over to another numeric type, a Boolean included.
     static func converts(_ old: AttributeType, to new: AttributeType) -> Bool {
         numericTypes.contains(old) && numericTypes.contains(new) && !widens(old, to: new)
     }
@@ -359,6 +360,17 @@ enum MigrationPlanner {
                     "type changes from \(from.rawValue) to \(to.rawValue), which a lightweight migration does not convert; a mapping model is needed (give one with --mapping)"
                 ))
             return .old(previous.name)
+        }
+        if from == .boolean || to == .boolean {
+            // Every value fits: a Boolean is 1 or 0, and a number reads as a Boolean as
+            // `NSNumber.boolValue` reads it (zero is false, anything else true).
+            collector.change(
+                MigrationChange(
+                    .convertType, entity: context.place, property: attribute.name,
+                    from == .boolean
+                        ? "type changes from boolean to \(to.rawValue); true becomes 1 and false 0"
+                        : "type changes from \(from.rawValue) to boolean; zero becomes false and any other value true"))
+            return .converted(previous.name, from: from, to: to, default: nil)
         }
         collector.change(
             MigrationChange(
