@@ -38,12 +38,24 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
         case renameRelationship
         /// A required to-one relationship that became optional.
         case makeRelationshipOptional
-        /// A to-one relationship that became to-many, whose links the join table it shares with
-        /// its inverse (an ordered to-many) already holds: they are kept.
+        /// A to-one relationship that became to-many: each object's destination becomes its single
+        /// member (in a join table when its inverse is to-many or it has none).
         case makeToMany
         /// A to-many relationship that became to-one: each object's single member becomes its
         /// destination (none: nil); the migration is refused when an object has more than one.
         case makeToOne
+        /// An unordered to-many relationship that became ordered: each object's members are ordered
+        /// by their primary keys (Core Data makes an ordered set of an unordered one, whose order
+        /// it does not define).
+        case makeOrdered
+        /// An ordered to-many relationship that became unordered: its members are kept, their
+        /// order dropped.
+        case makeUnordered
+        /// A relationship whose destination entity changed: links to objects that become objects
+        /// of the new destination (the old one renamed, or an entity of its hierarchy that is
+        /// kind of the new one) are kept, the others dropped, as Core Data's inferred mapping
+        /// gives a relationship the objects its old members become.
+        case changeDestination
         /// A new index.
         case addIndex
         /// An index the new model no longer has.
@@ -90,8 +102,8 @@ public struct MigrationRefusal: Sendable, Hashable, CustomStringConvertible {
         case requiredWithoutDefault
         /// A to-one relationship was added as required, or made required.
         case requiredRelationship
-        /// A relationship changed its destination, from to-one to to-many (outside the join table
-        /// its inverse kept), its ordering, or how it is stored.
+        /// A relationship whose contents its new storage cannot take: a to-many read through an
+        /// inverse's column that is not its old inverse's.
         case relationshipShape
         /// An entity changed its parent entity.
         case parentChange
@@ -279,4 +291,13 @@ struct MigrationMapping: Sendable {
     var relationships: [String: [String: String?]] = [:]
     /// Whether objects of some old entity are deleted (so references to them must be cleared).
     var removesObjects = false
+    /// The relationships (by the entity that declares them) whose destination changed, keeping
+    /// only the links to objects of the new destination: the others are cleared after the copy.
+    var destinationFilters: Set<Link> = []
+
+    /// A relationship of an entity.
+    struct Link: Sendable, Hashable {
+        var entity: String
+        var relationship: String
+    }
 }

@@ -24,15 +24,56 @@ extension SQLMigrationSteps {
                 "INSERT INTO \(table) (\"owner\", \"member\") SELECT \"owner\", \"member\" FROM (\(pairs)) AS \"pairs\"",
                 [])
         }
+        for links in step.links(oldSchema: oldSchema) {
+            guard let pairs = pairs(of: links.relationship, in: links.entity, step: step, oldSchema: oldSchema) else {
+                continue
+            }
+            try connection.run(
+                "CREATE TEMP TABLE \(dialect.quote(SQLJoinSource.linksTable(links.join))) AS SELECT \"owner\", \"member\" FROM (\(pairs)) AS \"pairs\"",
+                [])
+        }
         return nil
     }
 
-    /// Drops the temporary members tables `check` made for `step`.
-    func dropMembersTables(_ step: MigrationStep) throws(Connection.Failure) {
+    /// Drops the temporary members and links tables `check` made for `step`.
+    func dropMembersTables(_ step: MigrationStep, oldSchema: SQLiteSchema) throws(Connection.Failure) {
         for check in step.checks {
             guard case .atMostOneMember(let entity, let relationship, _, _) = check else { continue }
             let table = dialect.quote(MigrationCheck.membersTable(entity: entity, relationship: relationship))
             try connection.run("DROP TABLE IF EXISTS \(table)", [])
+        }
+        for links in step.links(oldSchema: oldSchema) {
+            try connection.run("DROP TABLE IF EXISTS \(dialect.quote(SQLJoinSource.linksTable(links.join)))", [])
+        }
+    }
+
+    /// Clears the links of relationships whose destination changed (``MigrationMapping/destinationFilters``)
+    /// to objects that are not of the new destination: their foreign keys become NULL, their
+    /// join-table pairs go.
+    func clearLinksOutsideDestinations(_ step: MigrationStep, in schema: SQLiteSchema) throws(Connection.Failure) {
+        for link in step.mapping.destinationFilters.sorted(by: { "\($0)" < "\($1)" }) {
+            guard let relationship = step.new.relationship(link.relationship, of: link.entity),
+                let destination = schema.table(for: relationship.destination)
+            else { continue }
+            var arguments = SQLArguments(dialect)
+            let kinds = step.newEntities.filter { step.new.entity($0, isKindOf: relationship.destination) }
+                .map { arguments.add(Dialect.text($0)) }.joined(separator: ", ")
+            let members =
+                "SELECT \"_pk\" FROM \(dialect.table(destination.name)) WHERE \"_entity\" IN (\(kinds.isEmpty ? "NULL" : kinds))"
+            switch step.new.storage(of: link.relationship, in: link.entity) {
+            case .foreignKey:
+                guard let table = schema.table(for: link.entity) else { continue }
+                let column = dialect.quote(step.new.columnName(of: link.relationship, in: link.entity))
+                try connection.run(
+                    "UPDATE \(dialect.table(table.name)) SET \(column) = NULL WHERE \(column) IS NOT NULL AND \(column) NOT IN (\(members))",
+                    arguments.values)
+            case .joinTable(let join, let isSource):
+                let column = isSource ? "\"target\"" : "\"source\""
+                try connection.run(
+                    "DELETE FROM \(dialect.table(join.name)) WHERE \(column) NOT IN (\(members))", arguments.values)
+            case .inverseForeignKey, nil:
+                continue
+            }
         }
     }
 
@@ -112,8 +153,8 @@ extension SQLMigrationSteps {
         return (count, example)
     }
 
-    /// A query of the (owner, member) pairs of old to-many `relationship` of `entity`, read from
-    /// how the old model stores it: its inverse's column, or its join table.
+    /// A query of the (owner, member) pairs of old relationship `relationship` of `entity`, read
+    /// from how the old model stores it: its own column, its inverse's, or its join table.
     private func pairs(of relationship: String, in entity: String, step: MigrationStep, oldSchema: SQLiteSchema)
         -> String?
     {
@@ -128,7 +169,14 @@ extension SQLMigrationSteps {
         case .joinTable(let join, let isSource):
             let (owner, member) = isSource ? ("\"source\"", "\"target\"") : ("\"target\"", "\"source\"")
             return "SELECT \(owner) AS \"owner\", \(member) AS \"member\" FROM \(dialect.table(join.name))"
-        case .foreignKey, nil:
+        case .foreignKey:
+            guard let table = oldSchema.table(for: entity) else { return nil }
+            let column = dialect.quote(step.old.columnName(of: relationship, in: entity))
+            let kinds = step.oldEntities.filter { step.old.entity($0, isKindOf: entity) }
+                .map { "'\($0.replacingOccurrences(of: "'", with: "''"))'" }.joined(separator: ", ")
+            return
+                "SELECT \"_pk\" AS \"owner\", \(column) AS \"member\" FROM \(dialect.table(table.name)) WHERE \(column) IS NOT NULL AND \"_entity\" IN (\(kinds.isEmpty ? "NULL" : kinds))"
+        case nil:
             return nil
         }
     }
