@@ -258,7 +258,7 @@ import Testing
         let url = try Self.url(kind, folder, "gallery")
         // Artsy's `Album.cover` went from Artwork to Image; `Show.images` from Image to its
         // subentity InstallShot (as `Show.installationImages` did).
-        let model = { (version: String, cover: String, images: String) in
+        let model = { (version: String, cover: String, images: String, sketch: Bool) in
             try ObjectModel.load(
                 json: Array(
                     """
@@ -270,6 +270,7 @@ import Testing
                       {"name": "Artwork", "attributes": [{"name": "title", "type": "string"}]},
                       {"name": "Image", "attributes": [{"name": "url", "type": "string"}]},
                       {"name": "InstallShot", "parent": "Image", "attributes": [{"name": "room", "type": "string"}]}
+                      \(sketch ? #", {"name": "Sketch", "parent": "Image", "attributes": []}"# : "")
                     ]}
                     """.utf8))
         }
@@ -278,7 +279,7 @@ import Testing
         var images: [ObjectID] = []
         var shots: [ObjectID] = []
         do {
-            let store = try Self.open(kind, url, try model("1", "Artwork", "Image"), migrate: false)
+            let store = try Self.open(kind, url, try model("1", "Artwork", "Image", true), migrate: false)
             defer { store.close() }
             let artwork = try store.newObjectIDs(entity: "Artwork", count: 1)[0]
             images = try store.newObjectIDs(entity: "Image", count: 2)
@@ -295,10 +296,16 @@ import Testing
                     toMany: ["images": [images[0], shots[0], images[1], shots[1]]]))
             try store.save(StoreChanges(inserts: inserts))
         }
-        let next = try model("2", "Image", "InstallShot")
-        let plan = try (kind == .sqlite ? StoreType.sqlite : StoreType.postgresql).kind.inspect(
-            url, model: next, history: []
-        ).plan
+        let inspect = { (model: ObjectModel) in
+            try (kind == .sqlite ? StoreType.sqlite : StoreType.postgresql).kind.inspect(url, model: model, history: [])
+                .plan
+        }
+        // An entity of the destination's hierarchy removed takes its objects with it: no change of
+        // destination.
+        let same = try inspect(try model("2", "Artwork", "Image", false))
+        #expect(same?.isPossible == true && same?.changes.contains { $0.kind == .changeDestination } == false)
+        let next = try model("2", "Image", "InstallShot", false)
+        let plan = try inspect(next)
         #expect(
             plan?.changes.filter { $0.kind == .changeDestination }.map(\.description).sorted() == [
                 "Album.cover: its destination changes from Artwork to Image; no object of Artwork becomes an object of Image, so its links are dropped",

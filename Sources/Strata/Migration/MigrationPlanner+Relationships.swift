@@ -136,12 +136,11 @@ extension MigrationPlanner {
             _ relationship: RelationshipDescription, from previous: RelationshipDescription,
             mapping: inout MigrationMapping, collector: inout Collector
         ) -> Bool {
+            // The entities the old members become in this store (an entity removed takes its
+            // objects, and the links to them, with it).
             let members = old.entityNames.filter { old.entity($0, isKindOf: previous.destination) }
-            let becoming = members.map { member in
-                mapping.entities.first { $0.value == member }?.key
-                    ?? (new.entity(named: member)?.renamedFrom == nil ? member : nil)
-            }
-            let fits = becoming.map { $0.map { new.entity($0, isKindOf: relationship.destination) } ?? false }
+            let becoming = members.compactMap { member in mapping.entities.first { $0.value == member }?.key }
+            let fits = becoming.map { new.entity($0, isKindOf: relationship.destination) }
             guard fits.contains(false) else { return true }
             let place = place(of: relationship.name)
             let from = "its destination changes from \(previous.destination) to \(relationship.destination)"
