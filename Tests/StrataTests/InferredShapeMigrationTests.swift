@@ -319,4 +319,77 @@ import Testing
         #expect(try rows(store, "Show")[show.primaryKey!]?.toOne["poster"]??.primaryKey == shots[1].primaryKey)
         #expect(try rows(store, "Image").count == 4, "no object is deleted")
     }
+
+    @Test(arguments: stores)
+    func aToManyGainingANewInverseFillsItsColumn(_ kind: StoreUnderTest) throws {
+        let folder = TemporaryDirectory()
+        let url = try Self.url(kind, folder, "albums")
+        // Artsy's `Album.documents`, with no inverse, gained the to-one `Document.album`.
+        let model = { (version: String, inverse: Bool) in
+            try ObjectModel.load(
+                json: Array(
+                    """
+                    {"name": "Albums", "version": "\(version)", "entities": [
+                      {"name": "Album", "attributes": [{"name": "name", "type": "string"}],
+                       "relationships": [{"name": "documents", "destination": "Document", "toMany": true\(inverse ? #", "inverse": "album""# : "")}]},
+                      {"name": "Document", "attributes": [{"name": "title", "type": "string"}],
+                       "relationships": [\(inverse ? #"{"name": "album", "destination": "Album", "inverse": "documents"}"# : "")]}
+                    ]}
+                    """.utf8))
+        }
+        var albums: [ObjectID] = []
+        var documents: [ObjectID] = []
+        do {
+            let store = try Self.open(kind, url, try model("1", false), migrate: false)
+            defer { store.close() }
+            albums = try store.newObjectIDs(entity: "Album", count: 2)
+            documents = try store.newObjectIDs(entity: "Document", count: 4)
+            var inserts = documents.map { StoreRow(id: $0, attributes: ["title": .string("D")]) }
+            inserts.append(
+                StoreRow(
+                    id: albums[0], attributes: ["name": .string("A0")],
+                    toMany: ["documents": [documents[0], documents[1]]]))
+            inserts.append(
+                StoreRow(id: albums[1], attributes: ["name": .string("A1")], toMany: ["documents": [documents[2]]]))
+            try store.save(StoreChanges(inserts: inserts))
+        }
+        // A document in two albums cannot have one album: refused, the store left as it was.
+        do {
+            let store = try Self.open(kind, url, try model("1", false), migrate: false)
+            let both = ObjectID(store: store.identifier, entity: "Album", primaryKey: albums[1].primaryKey!)
+            let shared = [2, 0].map {
+                ObjectID(store: store.identifier, entity: "Document", primaryKey: documents[$0].primaryKey!)
+            }
+            try store.save(
+                StoreChanges(updates: [StoreUpdate(id: both, expectedVersion: nil, toMany: ["documents": shared])]))
+            store.close()
+            let next = try model("2", true)
+            do {
+                _ = try Self.open(kind, url, next, migrate: true)
+                Issue.record("migrated a document held by two albums")
+            } catch {
+                #expect(
+                    error.message.contains(
+                        "Document.album: is the new to-one inverse of Album.documents, and 1 object of Document is a member of more than one (e.g. Document \(documents[0].primaryKey!))"
+                    ), "\(error.message)")
+            }
+            let again = try Self.open(kind, url, try model("1", false), migrate: false)
+            defer { again.close() }
+            #expect(again.metadata.modelVersion == "1")
+            let back = [2].map {
+                ObjectID(store: again.identifier, entity: "Document", primaryKey: documents[$0].primaryKey!)
+            }
+            let album = ObjectID(store: again.identifier, entity: "Album", primaryKey: albums[1].primaryKey!)
+            try again.save(
+                StoreChanges(updates: [StoreUpdate(id: album, expectedVersion: nil, toMany: ["documents": back])]))
+        }
+        let store = try Self.open(kind, url, try model("2", true), migrate: true)
+        defer { store.close() }
+        let found = try rows(store, "Document")
+        #expect(
+            documents.map { found[$0.primaryKey!]?.toOne["album"] ?? nil }.map { $0?.primaryKey } == [
+                albums[0].primaryKey, albums[0].primaryKey, albums[1].primaryKey, nil,
+            ])
+        #expect(try Set(Self.members(store, albums[0], "documents")) == Set(documents.prefix(2).map { $0.primaryKey! }))
+    }
 }

@@ -56,6 +56,10 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
         /// kind of the new one) are kept, the others dropped, as Core Data's inferred mapping
         /// gives a relationship the objects its old members become.
         case changeDestination
+        /// A to-many relationship that gained a new to-one inverse, through whose column it is
+        /// read: its links fill that column; the migration is refused when an object is a member
+        /// of more than one object's (a to-one holds one).
+        case gainInverse
         /// A new index.
         case addIndex
         /// An index the new model no longer has.
@@ -187,6 +191,22 @@ enum MigrationCheck: Sendable, Hashable {
     /// `oldEntity`, which becomes to-one `relationship`; the pairs are kept in temporary table
     /// ``membersTable(entity:relationship:)`` for the copy.
     case atMostOneMember(entity: String, relationship: String, oldEntity: String, oldRelationship: String)
+    /// Every object of `entity` is a member of at most one object's old to-many `oldRelationship`
+    /// of `oldEntity`, whose links fill new to-one `relationship` (the new inverse of that
+    /// to-many); the pairs, turned around, are kept in ``membersTable(entity:relationship:)``.
+    case atMostOneOwner(entity: String, relationship: String, oldEntity: String, oldRelationship: String)
+
+    /// The members table a check fills: (entity, relationship, old entity, old relationship,
+    /// whether the old pairs are turned around); nil for a check that fills none.
+    var members: (entity: String, relationship: String, oldEntity: String, oldRelationship: String, reversed: Bool)? {
+        switch self {
+        case .atMostOneMember(let entity, let relationship, let oldEntity, let oldRelationship):
+            (entity, relationship, oldEntity, oldRelationship, false)
+        case .atMostOneOwner(let entity, let relationship, let oldEntity, let oldRelationship):
+            (entity, relationship, oldEntity, oldRelationship, true)
+        case .hasValue, .fits: nil
+        }
+    }
 
     /// The temporary table holding the (owner, member) pairs of a to-many becoming to-one.
     static func membersTable(entity: String, relationship: String) -> String {
@@ -291,6 +311,9 @@ struct MigrationMapping: Sendable {
     var relationships: [String: [String: String?]] = [:]
     /// Whether objects of some old entity are deleted (so references to them must be cleared).
     var removesObjects = false
+    /// The new to-one relationships (by the entity that declares them) filled from the old links
+    /// of the to-many they are the new inverse of, through a members table.
+    var inverseFills: Set<Link> = []
     /// The relationships (by the entity that declares them) whose destination changed, keeping
     /// only the links to objects of the new destination: the others are cleared after the copy.
     var destinationFilters: Set<Link> = []

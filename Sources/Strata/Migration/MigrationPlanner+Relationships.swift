@@ -110,10 +110,23 @@ extension MigrationPlanner {
                         : "stops being ordered; its members are kept and their order is dropped")
             }
             if kept, let problem = linksAreLost(relationship, from: previous, mapping: mapping) {
-                collector.refuse(
-                    MigrationRefusal(
-                        .relationshipShape, entity: place, property: relationship.name,
-                        problem + "; a lightweight migration cannot map its contents"))
+                if let inverse = newInverseToFill(relationship, mapping: mapping) {
+                    change(
+                        .gainInverse,
+                        "gains the to-one inverse '\(inverse.relationship)', whose column its links fill; the migration is refused if an object is a member of more than one"
+                    )
+                    mapping.inverseFills.insert(inverse)
+                    collector.check(
+                        .atMostOneOwner(
+                            entity: inverse.entity, relationship: inverse.relationship,
+                            oldEntity: old.declaringEntity(of: previous.name, in: oldName) ?? oldName,
+                            oldRelationship: previous.name))
+                } else {
+                    collector.refuse(
+                        MigrationRefusal(
+                            .relationshipShape, entity: place, property: relationship.name,
+                            problem + "; a lightweight migration cannot map its contents"))
+                }
             }
             guard !relationship.isToMany else { return kept }
             if previous.isOptional && !relationship.isOptional {
@@ -184,6 +197,25 @@ extension MigrationPlanner {
                     "its inverse changes from '\(oldInverse.name)' to '\(inverse)', whose column its old links are not in"
             }
             return nil
+        }
+
+        /// The new to-one inverse of `relationship` (a to-many read through it) when that inverse
+        /// is new, so its column can take the old links; nil otherwise.
+        func newInverseToFill(_ relationship: RelationshipDescription, mapping: MigrationMapping)
+            -> MigrationMapping.Link?
+        {
+            guard case .inverseForeignKey(let inverse)? = new.storage(of: relationship.name, in: name) else {
+                return nil
+            }
+            let destination = relationship.destination
+            if let oldDestination = mapping.entities[destination] {
+                let matched = MigrationPlanner.match(
+                    new: new.relationships(of: destination).map { ($0.name, $0.renamedFrom) },
+                    old: old.relationships(of: oldDestination).map { ($0.name, $0.renamedFrom) })
+                guard matched[inverse] == nil else { return nil }
+            }
+            return MigrationMapping.Link(
+                entity: new.declaringEntity(of: inverse, in: destination) ?? destination, relationship: inverse)
         }
 
         /// The old relationships nothing matched: removed, reported at the entity that declared them.

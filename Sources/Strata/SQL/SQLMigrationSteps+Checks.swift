@@ -15,10 +15,10 @@ extension SQLMigrationSteps {
                     + refusals.map(\.description).joined(separator: "; "))
         }
         for check in step.checks {
-            guard case .atMostOneMember(let entity, let relationship, let oldEntity, let oldRelationship) = check,
-                let pairs = pairs(of: oldRelationship, in: oldEntity, step: step, oldSchema: oldSchema)
+            guard let members = check.members, let pairs = pairs(of: check, step: step, oldSchema: oldSchema)
             else { continue }
-            let table = dialect.quote(MigrationCheck.membersTable(entity: entity, relationship: relationship))
+            let table = dialect.quote(
+                MigrationCheck.membersTable(entity: members.entity, relationship: members.relationship))
             try connection.run(dialect.createMembersTable(table), [])
             try connection.run(
                 "INSERT INTO \(table) (\"owner\", \"member\") SELECT \"owner\", \"member\" FROM (\(pairs)) AS \"pairs\"",
@@ -38,8 +38,9 @@ extension SQLMigrationSteps {
     /// Drops the temporary members and links tables `check` made for `step`.
     func dropMembersTables(_ step: MigrationStep, oldSchema: SQLiteSchema) throws(Connection.Failure) {
         for check in step.checks {
-            guard case .atMostOneMember(let entity, let relationship, _, _) = check else { continue }
-            let table = dialect.quote(MigrationCheck.membersTable(entity: entity, relationship: relationship))
+            guard let members = check.members else { continue }
+            let table = dialect.quote(
+                MigrationCheck.membersTable(entity: members.entity, relationship: members.relationship))
             try connection.run("DROP TABLE IF EXISTS \(table)", [])
         }
         for links in step.links(oldSchema: oldSchema) {
@@ -117,10 +118,8 @@ extension SQLMigrationSteps {
                 .dataDoesNotFit, entity: entity, property: attribute,
                 "type changes from \(from.rawValue) to \(to.rawValue), and \(count) \(count == 1 ? "value does" : "values do") not fit \(to.rawValue) (e.g. \(value ?? "?") of \(entity) \(example))"
             )
-        case .atMostOneMember(let entity, let relationship, let oldEntity, let oldRelationship):
-            guard let pairs = pairs(of: oldRelationship, in: oldEntity, step: step, oldSchema: oldSchema) else {
-                return nil
-            }
+        case .atMostOneMember(let entity, let relationship, _, _), .atMostOneOwner(let entity, let relationship, _, _):
+            guard let pairs = pairs(of: check, step: step, oldSchema: oldSchema) else { return nil }
             let row = try connection.texts(
                 "SELECT COUNT(*), MIN(\"owner\") FROM (SELECT \"owner\" FROM (\(pairs)) AS \"pairs\" GROUP BY \"owner\" HAVING COUNT(*) > 1) AS \"many\"",
                 []
@@ -128,9 +127,15 @@ extension SQLMigrationSteps {
             guard let count = (row?[0]).flatMap({ Int($0) }), count > 0, let example = row?[1] ?? nil else {
                 return nil
             }
+            guard case .atMostOneOwner(_, _, let oldEntity, let oldRelationship) = check else {
+                return MigrationRefusal(
+                    .dataDoesNotFit, entity: entity, property: relationship,
+                    "becomes to-one, and \(objects(count)) of \(entity) \(count == 1 ? "has" : "have") more than one member (e.g. \(entity) \(example)); a to-one holds one"
+                )
+            }
             return MigrationRefusal(
                 .dataDoesNotFit, entity: entity, property: relationship,
-                "becomes to-one, and \(objects(count)) of \(entity) \(count == 1 ? "has" : "have") more than one member (e.g. \(entity) \(example)); a to-one holds one"
+                "is the new to-one inverse of \(oldEntity).\(oldRelationship), and \(objects(count)) of \(entity) \(count == 1 ? "is a member" : "are members") of more than one (e.g. \(entity) \(example)); a to-one holds one"
             )
         }
     }
@@ -151,6 +156,15 @@ extension SQLMigrationSteps {
         guard let count = (row?[0]).flatMap({ Int($0) }), count > 0, let example = (row?[1]).flatMap({ Int64($0) })
         else { return nil }
         return (count, example)
+    }
+
+    /// A query of the (owner, member) pairs of the members table `check` fills.
+    private func pairs(of check: MigrationCheck, step: MigrationStep, oldSchema: SQLiteSchema) -> String? {
+        guard let members = check.members,
+            let pairs = pairs(of: members.oldRelationship, in: members.oldEntity, step: step, oldSchema: oldSchema)
+        else { return nil }
+        guard members.reversed else { return pairs }
+        return "SELECT \"member\" AS \"owner\", \"owner\" AS \"member\" FROM (\(pairs)) AS \"turned\""
     }
 
     /// A query of the (owner, member) pairs of old relationship `relationship` of `entity`, read

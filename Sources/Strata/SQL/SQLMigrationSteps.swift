@@ -290,6 +290,10 @@ extension MigrationStep {
             case let other: return other
             }
         case .foreignKey(let relationship):
+            let place = new.declaringEntity(of: relationship.name, in: entity) ?? entity
+            if mapping.inverseFills.contains(MigrationMapping.Link(entity: place, relationship: relationship.name)) {
+                return .member(table: MigrationCheck.membersTable(entity: place, relationship: relationship.name))
+            }
             guard let oldName = mapping.relationships[entity]?[relationship.name] ?? nil else { return .null }
             let oldEntity = mapping.entities[entity] ?? entity
             if old.relationship(oldName, of: oldEntity)?.isToMany == true {
