@@ -153,7 +153,8 @@ public struct MigrationRefusal: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// One step of a migration: from one model version to the next.
+/// One step of a migration: inferred from the store's version to the model (or between mapping
+/// models' versions), or given by a mapping model from its source version to its destination.
 public struct MigrationStep: Sendable {
     /// The version identifier of the model the step starts from.
     public var fromVersion: String?

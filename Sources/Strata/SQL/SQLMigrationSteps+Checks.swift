@@ -25,9 +25,10 @@ extension SQLMigrationSteps {
                 [])
         }
         for links in step.links(oldSchema: oldSchema) {
-            guard let pairs = pairs(of: links.relationship, in: links.entity, step: step, oldSchema: oldSchema) else {
-                continue
-            }
+            // No old table to read (a destination outside the store): no links.
+            let pairs =
+                pairs(of: links.relationship, in: links.entity, step: step, oldSchema: oldSchema)
+                ?? "SELECT CAST(NULL AS BIGINT) AS \"owner\", CAST(NULL AS BIGINT) AS \"member\" WHERE 1 = 0"
             try connection.run(
                 "CREATE TEMP TABLE \(dialect.quote(SQLJoinSource.linksTable(links.join))) AS SELECT \"owner\", \"member\" FROM (\(pairs)) AS \"pairs\"",
                 [])
