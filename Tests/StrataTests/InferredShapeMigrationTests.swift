@@ -392,4 +392,58 @@ import Testing
             ])
         #expect(try Set(Self.members(store, albums[0], "documents")) == Set(documents.prefix(2).map { $0.primaryKey! }))
     }
+
+    @Test(arguments: stores)
+    func bothOrdersOfAManyToManyOutliveItsSidesChangingPlaces(_ kind: StoreUnderTest) throws {
+        let folder = TemporaryDirectory()
+        let url = try Self.url(kind, folder, "decks")
+        // Ordered on both sides; renaming Card to Tile makes Deck's side the join table's source.
+        let model = { (version: String, card: String) in
+            try ObjectModel.load(
+                json: Array(
+                    """
+                    {"name": "Decks", "version": "\(version)", "entities": [
+                      {"name": "Deck", "attributes": [{"name": "name", "type": "string"}],
+                       "relationships": [{"name": "cards", "destination": "\(card)", "toMany": true, "ordered": true, "inverse": "decks"}]},
+                      {"name": "\(card)", "renamedFrom": "Card", "attributes": [{"name": "face", "type": "string"}],
+                       "relationships": [{"name": "decks", "destination": "Deck", "toMany": true, "ordered": true, "inverse": "cards"}]}
+                    ]}
+                    """.utf8))
+        }
+        var decks: [ObjectID] = []
+        var cards: [ObjectID] = []
+        var before: [[Int64]] = []
+        do {
+            let store = try Self.open(kind, url, try model("1", "Card"), migrate: false)
+            defer { store.close() }
+            decks = try store.newObjectIDs(entity: "Deck", count: 2)
+            cards = try store.newObjectIDs(entity: "Card", count: 3)
+            var inserts = cards.map { StoreRow(id: $0, attributes: ["face": .string("c")]) }
+            inserts.append(
+                StoreRow(
+                    id: decks[0], attributes: ["name": .string("D0")],
+                    toMany: ["cards": [cards[2], cards[0], cards[1]]]))
+            inserts.append(
+                StoreRow(id: decks[1], attributes: ["name": .string("D1")], toMany: ["cards": [cards[1], cards[2]]]))
+            try store.save(StoreChanges(inserts: inserts))
+            try store.save(
+                StoreChanges(updates: [
+                    StoreUpdate(id: cards[1], expectedVersion: nil, toMany: ["decks": [decks[1], decks[0]]])
+                ]))
+            before =
+                try decks.map { try Self.members(store, $0, "cards") }
+                + cards.map { try Self.members(store, $0, "decks") }
+        }
+        #expect(
+            before[0] == [2, 0, 1].map { cards[$0].primaryKey! } && before[3] == [1, 0].map { decks[$0].primaryKey! })
+        let store = try Self.open(kind, url, try model("2", "Tile"), migrate: true)
+        defer { store.close() }
+        let tiles = cards.map { ObjectID(store: store.identifier, entity: "Tile", primaryKey: $0.primaryKey!) }
+        let after =
+            try decks.map { try Self.members(store, $0, "cards") } + tiles.map { try Self.members(store, $0, "decks") }
+        #expect(after == before)
+        if kind == .sqlite {
+            #expect(try schemaNames(url).contains("_join_Deck_cards"))
+        }
+    }
 }
