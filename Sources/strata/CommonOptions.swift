@@ -26,8 +26,8 @@ extension CommandOption {
     static func history(append: @escaping @Sendable (inout Settings, String) -> Void) -> Self {
         .value(
             "--history", "PATH", repeatable: true,
-            help: "an earlier model version, oldest first, for a multi-step migration; an .xcdatamodeld model "
-                + "gives its versions by itself"
+            help: "an earlier model version, oldest first, to tell the store's version and place mapping models; "
+                + "an .xcdatamodeld model gives its versions by itself"
         ) { append(&$0, $1.text) }
     }
 

@@ -31,6 +31,8 @@ struct PostgreSQLDialect: SQLDialect {
     /// a decimal go through `numeric`, so that they read a store whose decimals are still text too).
     func convert(_ column: String, from: AttributeType, to: AttributeType) -> String {
         switch to {
+        case .boolean:
+            return "CASE WHEN \(column) IS NULL THEN NULL WHEN \(column)::numeric <> 0 THEN 1 ELSE 0 END"
         case .integer16, .integer32, .integer64:
             if Self.isInteger(from) { return column }
             return from == .decimal ? "\(column)::numeric::bigint" : "\(column)::bigint"

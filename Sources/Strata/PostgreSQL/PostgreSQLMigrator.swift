@@ -92,13 +92,13 @@ enum PostgreSQLMigrator {
             try continueKeys(of: table.name, in: new, c)
         }
         for join in step.joinSources(oldSchema: old.base, newSchema: new.base).0 {
-            guard let oldJoin = join.old else { continue }
-            try steps.copyPairs(into: join.join.name, from: stashed(oldJoin), swapped: join.swapped)
+            try steps.fillJoin(join, from: join.old.map(stashed))
         }
 
         // 4. References to objects deleted with their entity are cleared.
+        try steps.clearLinksOutsideDestinations(step, in: new.base)
         if step.mapping.removesObjects { try steps.clearReferencesToRemovedObjects(in: new.base) }
-        try steps.dropMembersTables(step)
+        try steps.dropMembersTables(step, oldSchema: old.base)
         try c.execute("DROP SCHEMA \(stash) CASCADE")
         for name in old.base.tables.keys.sorted() where new.base.tables[name] == nil {
             try c.execute("DROP SEQUENCE IF EXISTS \(old.sequence(of: name))")
