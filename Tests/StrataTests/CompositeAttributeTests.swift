@@ -84,6 +84,43 @@ import Testing
         }
     }
 
+    @Test func theJSONFormatDeclaresCompositesWithTheRulesOfTheirElements() throws {
+        func load(_ attribute: String) throws -> ObjectModel {
+            let text = #"{"name": "M", "entities": [{"name": "Place", "attributes": [\#(attribute)]}]}"#
+            return try ObjectModel.load(json: Array(text.utf8))
+        }
+        let model = try load(
+            #"""
+            {"name": "address", "type": "composite", "optional": false, "elements": [
+              {"name": "street", "type": "string", "optional": false, "maxLength": 5},
+              {"name": "floor", "type": "integer16", "min": 0, "default": 1}]}
+            """#)
+        let address = try #require(model.attribute("address", of: "Place"))
+        #expect(!address.isOptional && address.elements?.map(\.type) == [.string, .integer16])
+        #expect(address.defaultValue == .json(.object(["street": .null, "floor": .integer(1)])))
+        for (value, text) in [
+            (JSONValue.object(["street": .string("Storgata")]), "address.street must be at most 5 long"),
+            (.object(["street": .string("Gate"), "floor": .integer(-1)]), "address.floor must be at least 0"),
+        ] {
+            do throws(CompositeValueError) {
+                _ = try address.checkedComposite(value)
+                Issue.record("\(value.jsonText) was accepted")
+            } catch {
+                #expect(error.message == text)
+            }
+        }
+        #expect(throws: ModelError.self) {
+            try load(#"{"name": "a", "type": "composite", "default": {}, "elements": []}"#)
+        }
+        #expect(throws: ModelError.self) { try load(#"{"name": "a", "type": "composite"}"#) }
+        #expect(throws: ModelError.self) {
+            try load(#"{"name": "a", "type": "string", "elements": [{"name": "b", "type": "string"}]}"#)
+        }
+        #expect(throws: ModelError.self) {
+            try load(#"{"name": "a", "type": "composite", "elements": [{"name": "b", "type": "color"}]}"#)
+        }
+    }
+
     @Test func aSaveWithAnElementOfTheWrongTypeIsRefused() throws {
         let (model, _, _) = try Self.load()
         let container = try PersistentContainer(model: model, stores: [StoreDescription(type: .inMemory)])

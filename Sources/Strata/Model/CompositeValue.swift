@@ -67,9 +67,10 @@ extension AttributeDescription {
     /// Checks a composite attribute's value against its elements and gives it in canonical form.
     ///
     /// The value must be a JSON object whose keys are elements; each element's value must be of
-    /// its type (a nested composite's an object checked the same way). A missing or null optional
-    /// element is null; a required one must be there. The result has every element, each value
-    /// written as its type writes it (a date in UTC to the microsecond, a UUID in lower case).
+    /// its type and keep its bounds, lengths and pattern (a nested composite's an object checked
+    /// the same way). A missing or null optional element is null; a required one must be there.
+    /// The result has every element, each value written as its type writes it (a date in UTC to
+    /// the microsecond, a UUID in lower case).
     /// - Throws: ``CompositeValueError`` naming the attribute and the element that does not fit.
     public func checkedComposite(_ json: JSONValue) throws(CompositeValueError) -> JSONValue {
         guard let elements else { return json }
@@ -112,8 +113,38 @@ extension AttributeDescription {
                     path: elementPath,
                     message: "\(elementPath) must be \(element.type.rawValue), not \(value.typeName) \(value.jsonText)")
             }
+            if let problem = rulesProblem(converted, element) {
+                throw CompositeValueError(path: elementPath, message: "\(elementPath) \(problem)")
+            }
             members[element.name] = converted.json
         }
         return .object(members)
+    }
+
+    /// What `value` breaks of an element's bounds, lengths and pattern, nil when nothing.
+    private static func rulesProblem(_ value: AttributeValue, _ element: AttributeDescription) -> String? {
+        if let min = element.minValue, let order = ValueOrdering.compare(value, min), order < 0 {
+            return "must be at least \(min.json.jsonText)"
+        }
+        if let max = element.maxValue, let order = ValueOrdering.compare(value, max), order > 0 {
+            return "must be at most \(max.json.jsonText)"
+        }
+        var length: Int?
+        if case .string(let text) = value { length = text.unicodeScalars.count }
+        if case .binary(let data) = value { length = data.count }
+        if let length, let minLength = element.minLength, length < minLength {
+            return "must be at least \(minLength) long"
+        }
+        if let length, let maxLength = element.maxLength, length > maxLength {
+            return "must be at most \(maxLength) long"
+        }
+        if let pattern = element.regex, case .string(let text) = value {
+            do throws(PredicateError) {
+                if try !ValueOrdering.matchText(.matches, text, pattern, []) { return "must match \(pattern)" }
+            } catch {
+                return "could not be checked against \(pattern): \(error.message)"
+            }
+        }
+        return nil
     }
 }
