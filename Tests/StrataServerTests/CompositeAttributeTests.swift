@@ -141,6 +141,14 @@ import Testing
         #expect(properties?["floor"]?.objectValue?["type"] == .string("integer"))
         #expect(properties?["since"]?.objectValue?["format"] == .string("date-time"))
         #expect(read["required"] == .array(["street", "city", "floor", "since"].map { .string($0) }))
+        let whereParameter = try client.send("GET", "/openapi.json").json.objectValue?["paths"]?.objectValue?[
+            "/places"]?
+            .objectValue?["get"]?.objectValue?["parameters"]?.arrayValue?.first {
+                $0.objectValue?["name"] == .string("where")
+            }
+        #expect(
+            whereParameter?.objectValue?["description"]?.stringValue?.contains("by key path, e.g. `address.street`")
+                == true)
         let create = try #require(address("PlaceCreate"))
         #expect(create["required"] == .array([.string("street")]))
         #expect(create["properties"]?.objectValue?["city"]?.objectValue?["nullable"] == .bool(true))
