@@ -54,6 +54,39 @@ import Testing
         #expect(model.canonicalJSON.contains(#""type":"composite""#))
     }
 
+    @Test func anIndexOrConstraintOverAnElementIsLeftOutWithAWarning() throws {
+        let body = """
+            <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+            <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+                <entity name="Place" representedClassName="Place" syncable="YES">
+                    <attribute name="name" attributeType="String"/>
+                    <attribute name="address" optional="YES" attributeType="Composite" composite="Address"/>
+                    <uniquenessConstraints>
+                        <uniquenessConstraint><constraint value="address.street"/></uniquenessConstraint>
+                        <uniquenessConstraint><constraint value="name"/></uniquenessConstraint>
+                    </uniquenessConstraints>
+                    <fetchIndex name="byCity">
+                        <fetchIndexElement property="address.city" type="Binary" order="ascending"/>
+                        <fetchIndexElement property="name" type="Binary" order="ascending"/>
+                    </fetchIndex>
+                </entity>
+                <composite name="Address">
+                    <attribute name="street" optional="YES" attributeType="String"/>
+                    <attribute name="city" optional="YES" attributeType="String"/>
+                </composite>
+            </model>
+            """
+        let folder = TemporaryDirectory()
+        let url = folder.file("Places.xcdatamodel")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        try Data(body.utf8).write(to: url.appendingPathComponent("contents"))
+        let model = try ObjectModel.load(contentsOf: url)
+        let place = try #require(model.entity(named: "Place"))
+        #expect(place.uniqueness == [["name"]])
+        #expect(place.indexes.map(\.properties) == [["name"]])
+        #expect(model.warnings.map { $0.property ?? "" }.sorted() == ["address.city", "address.street"])
+    }
+
     @Test func aValueIsCheckedElementByElement() throws {
         let (model, _, _) = try Self.load()
         let address = try #require(model.attribute("address", of: "Place"))

@@ -272,7 +272,15 @@ struct CoreDataModelReader {
                 if let fetched = readFetchedProperty(child, entity: name) { entity.fetchedProperties.append(fetched) }
             case "uniquenessConstraints":
                 for constraint in child.children(named: "uniquenessConstraint") {
-                    entity.uniqueness.append(constraint.children(named: "constraint").compactMap { $0["value"] })
+                    let values = constraint.children(named: "constraint").compactMap { $0["value"] }
+                    // A composite's elements live inside its one column: Strata cannot hold them unique.
+                    if let element = values.first(where: { $0.contains(".") }) {
+                        warn(
+                            .unsupported, name, element,
+                            "a uniqueness constraint over composite element '\(element)' is not enforced")
+                        continue
+                    }
+                    entity.uniqueness.append(values)
                 }
             case "fetchIndex":
                 var properties: [String] = []
@@ -291,6 +299,13 @@ struct CoreDataModelReader {
                         warn(
                             .unsupported, name, property,
                             "fetch index '\(child["name"] ?? "")' names to-many relationship '\(property)', which has no column to index: the element is left out"
+                        )
+                        continue
+                    }
+                    if property.contains(".") {
+                        warn(
+                            .unsupported, name, property,
+                            "fetch index '\(child["name"] ?? "")' names composite element '\(property)', which Strata keeps inside its composite's column: the element is left out"
                         )
                         continue
                     }
