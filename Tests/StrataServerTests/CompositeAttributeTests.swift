@@ -140,7 +140,7 @@ import Testing
         #expect(properties?["street"]?.objectValue?["type"] == .string("string"))
         #expect(properties?["floor"]?.objectValue?["type"] == .string("integer"))
         #expect(properties?["since"]?.objectValue?["format"] == .string("date-time"))
-        #expect(read["required"] == .array(["street", "city", "floor", "since"].map { .string($0) }))
+        #expect(read["required"] == .array([.string("street")]))
         let whereParameter = try client.send("GET", "/openapi.json").json.objectValue?["paths"]?.objectValue?[
             "/places"]?
             .objectValue?["get"]?.objectValue?["parameters"]?.arrayValue?.first {
