@@ -164,6 +164,12 @@ import Testing
         #expect(throws: ContextError.self) { try context.save() }
         try place.setValue(.json(.object(["street": .string("Storgata 1")])), forKey: "address")
         try context.save()
+        // Kept with every element, as the server answers it.
+        #expect(
+            try place.value(forKey: "address")
+                == .json(
+                    .object(["street": .string("Storgata 1"), "city": .null, "position": .null]))
+        )
     }
 
     @Test func theVersionHashIsTheLeafElementsHashesByName() throws {
