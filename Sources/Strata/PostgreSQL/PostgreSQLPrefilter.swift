@@ -168,7 +168,7 @@ struct PostgreSQLPrefilter {
                 return ("\(column) = \(parameter(.integer(pk), cast: "bigint"))", false)
             default: return (nil, false)
             }
-        case .count: return (nil, false)
+        case .count, .element: return (nil, false)
         }
     }
 

@@ -143,7 +143,13 @@ extension OpenAPIBuilder {
 
     /// `where=<predicate format string>`.
     func whereParameter(_ entity: EntityDescription) -> OpenAPINode {
-        .members([
+        let composite = model.attributes(of: entity.name).first { $0.isComposite }
+        let elements = composite.flatMap { attribute in
+            attribute.compositeLeaves.first.map { leaf in
+                " A composite's elements are read by key path, e.g. `\(([attribute.name] + leaf.path).joined(separator: "."))`."
+            }
+        }
+        return .members([
             ("name", "where"),
             ("in", "query"),
             (
@@ -152,7 +158,8 @@ extension OpenAPIBuilder {
                     "A predicate format string, as Core Data writes them: comparisons, `BEGINSWITH`, `ENDSWITH`, "
                         + "`CONTAINS`, `LIKE`, `MATCHES`, `IN`, `BETWEEN`, `AND`, `OR`, `NOT`, `[c]` and `[d]`, "
                         + "key paths through to-one relationships, `ANY` and `ALL` over to-many ones, `nil`. "
-                        + "No control characters: a string literal writes one as an escape (`\\n`).")
+                        + "No control characters: a string literal writes one as an escape (`\\n`)."
+                        + (elements ?? ""))
             ),
             ("required", false),
             // A grammar no pattern states; the pattern says what the server refuses before parsing.

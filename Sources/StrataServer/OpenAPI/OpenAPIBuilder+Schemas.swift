@@ -242,6 +242,7 @@ extension OpenAPIBuilder {
         case .uri:
             return ["type": "string", "format": "uri"]
         case .json:
+            if let elements = attribute.elements { return compositeSchema(elements, mode: mode) }
             if writing, !attribute.isOptional {
                 // Any JSON value but null.
                 return [
@@ -253,6 +254,25 @@ extension OpenAPIBuilder {
             }
             return ["description": "Any JSON value."]
         }
+    }
+
+    /// A composite: an object with one property per element. A value written replaces the whole
+    /// composite, so it needs the required elements and a missing optional one is null (elements'
+    /// defaults apply to a new object only). The server answers every element of a value written
+    /// over HTTP; one a library user stored may leave optional elements out, so only the required
+    /// ones are required when reading too.
+    private func compositeSchema(_ elements: [AttributeDescription], mode: SchemaMode) -> OpenAPINode {
+        let elementMode: SchemaMode = mode == .read ? .read : .patch
+        var properties = OpenAPINode.object([])
+        var required: [OpenAPINode] = []
+        for element in elements {
+            properties.set(element.name, attributeSchema(element, mode: elementMode))
+            if !element.isOptional { required.append(.string(element.name)) }
+        }
+        var schema: OpenAPINode = ["type": "object", "properties": properties]
+        if !required.isEmpty { schema.set("required", .array(required)) }
+        schema.set("additionalProperties", false)
+        return schema
     }
 
     /// A decimal: text (exact), or when writing a JSON integer too; `notes` gets the bounds a
