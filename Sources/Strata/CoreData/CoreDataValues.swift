@@ -195,33 +195,3 @@ struct CoreDataValues {
         }
     }
 }
-
-extension CoreDataValues {
-    /// The Core Data column value of a Strata attribute value, the inverse of `decode`: dates as
-    /// seconds since 2001, Booleans as 0/1, UUIDs as their 16 bytes, decimals as their digits (the
-    /// `DECIMAL` column keeps them as numbers), Binary values that may be stored outside the file
-    /// inline behind the marker byte 1, Transformable values kept as `{"$binary": base64}` as those
-    /// bytes and other JSON as its text (Strata writes no keyed archives).
-    static func encode(_ value: AttributeValue, _ attribute: AttributeDescription) -> SQLiteValue {
-        switch value {
-        case .null: return .null
-        case .string(let text): return .text(text)
-        case .integer(let number): return .integer(number)
-        case .double(let number): return .real(number)
-        case .decimal(let number): return .text(number.description)
-        case .boolean(let flag): return .integer(flag ? 1 : 0)
-        case .date(let date): return .real(date.timeIntervalSinceReferenceDate)
-        case .binary(let data):
-            return .blob(attribute.coreData?.allowsExternalBinaryDataStorage == true ? Data([1]) + data : data)
-        case .uuid(let uuid): return .blob(withUnsafeBytes(of: uuid.uuid) { Data($0) })
-        case .uri(let text): return .text(text)
-        case .json(let json):
-            if case .object(let members) = json, members.count == 1, case .string(let base64)? = members["$binary"],
-                let bytes = Data(base64Encoded: base64)
-            {
-                return .blob(bytes)
-            }
-            return .text(json.jsonText)
-        }
-    }
-}
