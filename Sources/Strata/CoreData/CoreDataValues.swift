@@ -3,9 +3,10 @@ import Foundation
 /// Turns the values of a Core Data store's columns into Strata attribute values: dates from
 /// seconds since 2001 (REAL, or INTEGER when whole), Booleans from 0/1, UUIDs from 16-byte BLOBs,
 /// decimals from their numbers, Transformable values from their `NSKeyedArchiver` archives (see
-/// ``KeyedArchive``; any other bytes are kept as `{"$binary": base64}` with a warning), and
-/// Binary values stored outside the file (`allowsExternalBinaryDataStorage`: a marker byte, then
-/// the bytes or the name of a file in `.<store>_SUPPORT/_EXTERNAL_DATA/`).
+/// ``KeyedArchive``; any other bytes are kept as `{"$binary": base64}` with a warning; archives an
+/// export would not write back as the same bytes from their JSON value are counted in a warning),
+/// and Binary values stored outside the file (`allowsExternalBinaryDataStorage`: a marker byte,
+/// then the bytes or the name of a file in `.<store>_SUPPORT/_EXTERNAL_DATA/`).
 struct CoreDataValues {
     /// The store file, for external binary data next to it.
     let storeURL: URL
@@ -162,7 +163,15 @@ struct CoreDataValues {
                 return .json(.object(["$binary": .string(data.base64EncodedString())]))
             }
             do {
-                return .json(try KeyedArchive.decode(data))
+                let json = try KeyedArchive.decode(data)
+                if KeyedArchive.encode(json) != data {
+                    // A key of its own: a key's first message is the one reported.
+                    warn(
+                        key + " archives",
+                        "hold what JSON does not keep (dates, data, UUIDs, URLs, sets, mutable classes) or "
+                            + "another layout: an export writes new archives of their JSON values, not these bytes")
+                }
+                return .json(json)
             } catch {
                 warn(key, "values Strata does not decode (\(error)) are kept as {\"$binary\": base64}")
                 return .json(.object(["$binary": .string(data.base64EncodedString())]))
