@@ -100,7 +100,14 @@ enum ExportCommand {
             return 1
         }
         let all = settings.options.storeDescriptions(for: model)
+        // An export reads every object of an entity in one fetch: a serving time budget would stop
+        // it on a large store.
         let descriptions = all.filter { $0.url.map { FileManager.default.fileExists(atPath: $0.path) } ?? false }
+            .map { description in
+                var description = description
+                description.options.queryBudget = nil
+                return description
+            }
         guard !descriptions.isEmpty else {
             printError(
                 "strata export: no store files to read (looked for \(all.compactMap(\.url?.path).joined(separator: ", ")))"
