@@ -156,15 +156,18 @@ struct CoreDataExportObjects {
                 columns[1] = .integer(Int64(layout.numbers[entity]!))
                 columns[2] = .integer(max(row.version, 1))
                 for (name, column) in hierarchy.attributes[entity] ?? [:] {
-                    guard let attribute = model.attribute(name, of: entity) else { continue }
-                    let value: AttributeValue?
-                    if let source = mapping.sourceAttribute(name, of: entity) {
-                        value = row.attributes[source]
-                    } else {
-                        value = attribute.defaultValue
-                    }
-                    guard let value else { continue }
+                    guard let attribute = model.attribute(name, of: entity),
+                        let value = value(of: attribute, in: row, entity: entity)
+                    else { continue }
                     columns[index[column]!] = try values.encode(value, attribute, entity: entity)
+                }
+                for (name, leaves) in hierarchy.composites[entity] ?? [:] {
+                    guard let attribute = model.attribute(name, of: entity),
+                        let value = value(of: attribute, in: row, entity: entity)
+                    else { continue }
+                    for (column, encoded) in try values.encode(composite: value, attribute, leaves, entity: entity) {
+                        columns[index[column]!] = encoded
+                    }
                 }
                 for relationship in model.relationships(of: entity) where !relationship.isToMany {
                     guard let place = hierarchy.toOne[entity]?[relationship.name],
@@ -183,6 +186,13 @@ struct CoreDataExportObjects {
                 while try insert.step() {}
             }
         }
+    }
+
+    /// The value of `attribute` (of the target version) that `row` of `entity` is written with: the
+    /// source attribute's, or the default of an attribute the data does not have.
+    private func value(of attribute: AttributeDescription, in row: StoreRow, entity: String) -> AttributeValue? {
+        guard let source = mapping.sourceAttribute(attribute.name, of: entity) else { return attribute.defaultValue }
+        return row.attributes[source]
     }
 
     /// The rows of one join table; how many.

@@ -2,7 +2,8 @@ import Foundation
 
 /// Turns Strata attribute values into the values of a Core Data store's columns, the inverse of
 /// ``CoreDataValues``: dates as seconds since 2001, Booleans as 0/1, UUIDs as their 16 bytes,
-/// decimals as their digits (the `DECIMAL` column keeps them as numbers), URIs as text.
+/// decimals as their digits (the `DECIMAL` column keeps them as numbers), URIs as text; a
+/// composite's leaf elements each in its own column, encoded as the element's type.
 ///
 /// - Binary values of an attribute that allows external storage: up to `externalThreshold` bytes
 ///   inline behind the marker byte 1; larger ones in a file named by a new UUID in
@@ -54,6 +55,35 @@ struct CoreDataExportValues {
         case .uri(let text): return .text(text)
         case .json(let json): return try transformable(json, attribute, entity: entity)
         }
+    }
+
+    /// The leaf columns' values of composite `value` (a JSON object with a member per element, see
+    /// ``AttributeDescription/checkedComposite(_:)``) of `attribute`: each leaf element's value
+    /// encoded as a value of the element's type, NULL where the composite or the element is nil.
+    /// - Throws: ``StoreError`` `.invalidRequest` for an element value not of its type, and what
+    ///   ``encode(_:_:entity:)`` throws.
+    mutating func encode(
+        composite value: AttributeValue, _ attribute: AttributeDescription, _ leaves: [CoreDataLayout.CompositeColumn],
+        entity: String
+    ) throws(StoreError) -> [(column: String, value: SQLiteValue)] {
+        var object: JSONValue = .null
+        if case .json(let json) = value { object = json }
+        var encoded: [(column: String, value: SQLiteValue)] = []
+        for leaf in leaves {
+            var current: JSONValue? = object
+            for key in leaf.path { current = current?.objectValue?[key] }
+            guard let json = current, !json.isNull else {
+                encoded.append((leaf.column, .null))
+                continue
+            }
+            let label = ([entity, attribute.name] + leaf.path).joined(separator: ".")
+            guard let element = AttributeValue(json: json, as: leaf.element.type) else {
+                throw StoreError(
+                    .invalidRequest, "\(label) holds \(json.jsonText), which is not \(leaf.element.type.rawValue)")
+            }
+            encoded.append((leaf.column, try encode(element, leaf.element, entity: "\(entity).\(attribute.name)")))
+        }
+        return encoded
     }
 
     private func transformable(_ json: JSONValue, _ attribute: AttributeDescription, entity: String)

@@ -3,7 +3,8 @@ import Foundation
 /// A whole Core Data SQLite store laid out for a model version, by Core Data's rules (see
 /// ``CoreDataNaming``): the table of each hierarchy with its columns in Core Data's order (by
 /// type: integers, foreign keys with their entity columns, `Z_FOK_` positions, numbers and dates,
-/// strings, blobs), the join table of each many-to-many, and the indexes.
+/// strings, blobs; a composite attribute as a column per leaf element, ranked by the element's
+/// type), the join table of each many-to-many, and the indexes.
 struct CoreDataLayout {
     /// A column and its SQL type.
     struct Column: Hashable {
@@ -21,6 +22,14 @@ struct CoreDataLayout {
         var orderColumn: String?
     }
 
+    /// A composite attribute's leaf element and the column holding it.
+    struct CompositeColumn {
+        /// The element's key path below the composite (`["position", "latitude"]`).
+        var path: [String]
+        var element: AttributeDescription
+        var column: String
+    }
+
     /// One hierarchy's table.
     struct Hierarchy {
         var root: String
@@ -29,8 +38,11 @@ struct CoreDataLayout {
         var family: [String]
         /// Every column after `Z_PK`, `Z_ENT`, `Z_OPT`.
         var columns: [Column]
-        /// Entity → attribute (inherited ones included) → column.
+        /// Entity → attribute (inherited ones included, composites not) → column.
         var attributes: [String: [String: String]]
+        /// Entity → composite attribute (inherited ones included) → its leaf elements' columns
+        /// (see ``CoreDataNaming/columns(of:)``).
+        var composites: [String: [String: [CompositeColumn]]]
         /// Entity → to-one relationship (inherited ones included) → its columns.
         var toOne: [String: [String: ToOne]]
     }
@@ -93,12 +105,13 @@ struct CoreDataLayout {
         }
         for (position, entity) in family.enumerated() {
             guard let description = model.entity(named: entity) else { continue }
-            for attribute in description.attributes {
-                let column = claim(attribute.name)
-                let type = CoreDataNaming.sqlType(attribute)
+            // A composite takes a column per leaf element, each ranked by the element's type.
+            for part in description.attributes.flatMap(CoreDataNaming.columns(of:)) {
+                let column = claim(part.name)
+                let type = CoreDataNaming.sqlType(part.element)
                 let rank = ["INTEGER": 0, "FLOAT": 2, "TIMESTAMP": 2, "DECIMAL": 3, "VARCHAR": 4][type] ?? 5
                 ranked.append((rank, position, 0, Column(name: column, type: type)))
-                ownAttributes[entity, default: [:]][attribute.name] = column
+                ownAttributes[entity, default: [:]][part.key] = column
             }
             for relationship in description.relationships where !relationship.isToMany {
                 let column = claim(relationship.name)
@@ -118,12 +131,20 @@ struct CoreDataLayout {
             }
         }
         var attributes: [String: [String: String]] = [:]
+        var composites: [String: [String: [CompositeColumn]]] = [:]
         var toOne: [String: [String: ToOne]] = [:]
         for entity in family {
             for attribute in model.attributes(of: entity) {
-                if let declaring = model.declaringEntity(of: attribute.name, in: entity),
-                    let column = ownAttributes[declaring]?[attribute.name]
-                {
+                guard let declaring = model.declaringEntity(of: attribute.name, in: entity) else { continue }
+                if attribute.isComposite {
+                    composites[entity, default: [:]][attribute.name] = CoreDataNaming.columns(of: attribute).compactMap
+                    {
+                        part in
+                        ownAttributes[declaring]?[part.key].map {
+                            CompositeColumn(path: part.path, element: part.element, column: $0)
+                        }
+                    }
+                } else if let column = ownAttributes[declaring]?[attribute.name] {
                     attributes[entity, default: [:]][attribute.name] = column
                 }
             }
@@ -140,7 +161,8 @@ struct CoreDataLayout {
                 < ($1.element.rank, $1.element.entity, $1.element.kind, $1.offset)
         }.map(\.element.column)
         return Hierarchy(
-            root: root, table: table, family: family, columns: columns, attributes: attributes, toOne: toOne)
+            root: root, table: table, family: family, columns: columns, attributes: attributes,
+            composites: composites, toOne: toOne)
     }
 
     /// The join table of `relationship` (a to-many of `entity`), when it is a many-to-many (or a

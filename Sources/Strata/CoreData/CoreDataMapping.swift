@@ -107,11 +107,9 @@ struct CoreDataMapping {
             // (`ZCITY` for `address.city`), numbered like any other on a clash.
             let own =
                 description.attributes.flatMap { attribute in
-                    attribute.isComposite
-                        ? attribute.compositeLeaves.map { leaf in
-                            (([attribute.name] + leaf.path).joined(separator: "."), leaf.element.name, nil as String?)
-                        }
-                        : [(attribute.name, attribute.name, attribute.renamedFrom)]
+                    CoreDataNaming.columns(of: attribute).map { column in
+                        (column.key, column.name, attribute.isComposite ? nil : attribute.renamedFrom)
+                    }
                 }
                 + description.relationships.filter { !$0.isToMany }.map { ($0.name, $0.name, $0.renamedFrom) }
             for (property, columnName, previous) in own {
@@ -153,9 +151,9 @@ struct CoreDataMapping {
         for entity in family {
             for attribute in model.attributes(of: entity) where attribute.isComposite {
                 guard let declaring = model.declaringEntity(of: attribute.name, in: entity) else { continue }
-                composites[entity, default: [:]][attribute.name] = attribute.compositeLeaves.compactMap { leaf in
-                    let key = ([attribute.name] + leaf.path).joined(separator: ".")
-                    return columnOf[declaring]?[key].map {
+                composites[entity, default: [:]][attribute.name] = CoreDataNaming.columns(of: attribute).compactMap {
+                    leaf in
+                    columnOf[declaring]?[leaf.key].map {
                         CompositeColumn(path: leaf.path, element: leaf.element, index: index(of: $0))
                     }
                 }
@@ -272,7 +270,9 @@ struct CoreDataMapping {
 extension CoreDataMapping.Table {
     /// The Strata value of attribute `name` of an `entity` row (`Z_PK`, `Z_ENT`, `Z_OPT`, then
     /// `columns`), nil when the store has no column for it. A composite is put together from its
-    /// elements' columns: nil when none of them holds a value.
+    /// elements' columns: nil when none of them holds a value, and so is a nested composite (Core
+    /// Data keeps only the leaf columns, so a nil nested composite and one whose elements are all
+    /// nil are the same row).
     func value(
         of name: String, _ attribute: AttributeDescription, entity: String, row: [SQLiteValue],
         values: inout CoreDataValues
@@ -288,7 +288,19 @@ extension CoreDataMapping.Table {
             any = any || !value.isNull
             object = Self.setting(value.json, at: leaf.path[...], in: object)
         }
-        return any ? .json(object) : .null
+        return any ? .json(Self.nilWhenEmpty(object, attribute.elements ?? [])) : .null
+    }
+
+    /// Composite value `object` of `elements` with each nested composite whose elements are all
+    /// null made null, and null itself when all its elements are.
+    private static func nilWhenEmpty(_ object: JSONValue, _ elements: [AttributeDescription]) -> JSONValue {
+        guard var members = object.objectValue else { return object }
+        for element in elements {
+            if let nested = element.elements, let value = members[element.name] {
+                members[element.name] = nilWhenEmpty(value, nested)
+            }
+        }
+        return members.values.allSatisfy(\.isNull) ? .null : .object(members)
     }
 
     private static func setting(_ value: JSONValue, at path: ArraySlice<String>, in object: JSONValue) -> JSONValue {

@@ -26,6 +26,34 @@ enum CoreDataNaming {
     /// The unsuffixed column of an attribute or to-one relationship: `ZTITLE`.
     static func column(_ property: String) -> String { "Z" + property.uppercased() }
 
+    /// One column an attribute takes in its hierarchy's table.
+    struct AttributeColumn {
+        /// What the column holds: the attribute's name, or a composite's leaf element's key path
+        /// from the entity (`address.city`).
+        var key: String
+        /// The name the column is derived from (see ``column(_:)``, suffixed on a clash).
+        var name: String
+        /// The leaf element's key path below the composite (`["position", "latitude"]`); empty
+        /// for an attribute that is not a composite.
+        var path: [String]
+        /// The attribute, or the composite's leaf element, whose value the column holds.
+        var element: AttributeDescription
+    }
+
+    /// The columns `attribute` takes, in order: its own, or for a composite one per leaf element
+    /// (nested composites flattened), each named after the element alone (`address.city` →
+    /// `ZCITY`, not `ZADDRESS_CITY`) with the element's own type.
+    static func columns(of attribute: AttributeDescription) -> [AttributeColumn] {
+        guard attribute.isComposite else {
+            return [AttributeColumn(key: attribute.name, name: attribute.name, path: [], element: attribute)]
+        }
+        return attribute.compositeLeaves.map { leaf in
+            AttributeColumn(
+                key: ([attribute.name] + leaf.path).joined(separator: "."), name: leaf.element.name, path: leaf.path,
+                element: leaf.element)
+        }
+    }
+
     /// The `use`th column (from 0) of a hierarchy derived from `base`: `ZTEXT`, `ZTEXT1`, ...
     static func suffixed(_ base: String, _ use: Int) -> String { use == 0 ? base : base + String(use) }
 
