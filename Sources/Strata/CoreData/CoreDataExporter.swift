@@ -8,13 +8,39 @@ public struct CoreDataExportOptions: Sendable, Hashable {
     public var storeIdentifier: String?
     /// The `NSPersistenceFrameworkVersion` recorded in the metadata.
     public var frameworkVersion: Int
+    /// Whether every object is read from one read snapshot across the stores
+    /// (``StoreCoordinator/withReadSnapshot(_:)``), so that the file holds exactly the state of
+    /// ``CoreDataExportReport/historyToken`` while saves go on; on by default. Off, each page of
+    /// objects is read from the state committed when it is read.
+    public var consistentSnapshot: Bool
+    /// Told how far the export is as it writes the objects.
+    public var progress: CoreDataExportProgress?
 
     /// Creates options.
-    public init(overwrite: Bool = false, storeIdentifier: String? = nil, frameworkVersion: Int = 1338) {
+    public init(
+        overwrite: Bool = false, storeIdentifier: String? = nil, frameworkVersion: Int = 1338,
+        consistentSnapshot: Bool = true, progress: CoreDataExportProgress? = nil
+    ) {
         self.overwrite = overwrite
         self.storeIdentifier = storeIdentifier
         self.frameworkVersion = frameworkVersion
+        self.consistentSnapshot = consistentSnapshot
+        self.progress = progress
     }
+}
+
+/// Told, after each page of objects an export writes, how many objects it has written of how many
+/// it holds (called on the exporting thread). Progress reporters are all equal: options that
+/// differ only in theirs are the same options.
+public struct CoreDataExportProgress: Sendable, Hashable {
+    /// Called with the objects written so far and the objects the export holds.
+    public let report: @Sendable (_ written: Int, _ total: Int) -> Void
+
+    /// Creates a reporter.
+    public init(_ report: @escaping @Sendable (_ written: Int, _ total: Int) -> Void) { self.report = report }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { true }
+    public func hash(into hasher: inout Hasher) {}
 }
 
 /// What an export wrote.
@@ -29,6 +55,10 @@ public struct CoreDataExportReport: Sendable {
     public var joinRows: Int
     /// Wall-clock time.
     public var seconds: Double
+    /// The history token of the snapshot the file holds (see
+    /// ``CoreDataExportOptions/consistentSnapshot``): history after it is exactly what the file
+    /// lacks. Nil without a snapshot; empty when no store records history.
+    public var historyToken: HistoryToken? = nil
 }
 
 /// Writes a single-file SQLite store in Core Data's own format for a model (the one its objects
@@ -55,13 +85,28 @@ public enum CoreDataExporter {
         model: ObjectModel, coordinator: StoreCoordinator, to url: URL,
         options: CoreDataExportOptions = CoreDataExportOptions()
     ) throws(StoreError) -> CoreDataExportReport {
-        let started = Date()
         if FileManager.default.fileExists(atPath: url.path), !options.overwrite {
             throw StoreError(
                 .duplicateStore, "\(url.path) already exists; remove it or choose to replace it", storeURL: url)
         }
+        guard options.consistentSnapshot else {
+            return try write(model: model, coordinator: coordinator, to: url, options: options)
+        }
+        return try coordinator.withReadSnapshot { (token) throws(StoreError) in
+            var report = try write(model: model, coordinator: coordinator, to: url, options: options)
+            report.historyToken = token
+            return report
+        }
+    }
+
+    /// Writes the store, reading through whatever snapshot the calling thread is in.
+    private static func write(
+        model: ObjectModel, coordinator: StoreCoordinator, to url: URL, options: CoreDataExportOptions
+    ) throws(StoreError) -> CoreDataExportReport {
+        let started = Date()
         let layout = CoreDataLayout(model: model)
         var objects = try CoreDataExportObjects(model: model, layout: layout, coordinator: coordinator)
+        objects.progress = options.progress?.report
         let identifier = options.storeIdentifier ?? UUID().uuidString
         let folder = url.deletingLastPathComponent()
         let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).export-\(UUID().uuidString)")

@@ -81,6 +81,17 @@ extension PostgreSQLStore {
     /// A connection that fails (or finds its server gone) is replaced and the read run once more.
     private func reading<T>(_ body: (PGConnection) throws -> T) throws(StoreError) -> T {
         try checkOpen()
+        if let pinned = snapshots.current {
+            do {
+                return try body(pinned)
+            } catch let error as StoreError {
+                throw error
+            } catch let error as PGError {
+                throw storeError(error, "PostgreSQL read failed")
+            } catch {
+                throw StoreError(.io, "read failed: \(error)", storeURL: url)
+            }
+        }
         var attempt = 0
         while true {
             attempt += 1
