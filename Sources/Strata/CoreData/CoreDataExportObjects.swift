@@ -19,6 +19,8 @@ struct CoreDataExportObjects {
     let model: ObjectModel
     let layout: CoreDataLayout
     let coordinator: StoreCoordinator
+    /// Entities whose objects are not written (see ``CoreDataExportOptions/leavingOut``).
+    let leavingOut: Set<String>
     /// Called after each page written with the objects written so far and the total.
     var progress: ((Int, Int) -> Void)?
     /// The objects of hierarchies spread over several stores that got a new primary key.
@@ -39,7 +41,10 @@ struct CoreDataExportObjects {
     /// Core Data's sparse positions of an ordered relationship: 2048, 3072, ...
     static func position(_ index: Int) -> Int64 { Int64(index + 2) * 1024 }
 
-    init(model: ObjectModel, layout: CoreDataLayout, coordinator: StoreCoordinator) throws(StoreError) {
+    init(model: ObjectModel, layout: CoreDataLayout, coordinator: StoreCoordinator, leavingOut: Set<String> = [])
+        throws(StoreError)
+    {
+        self.leavingOut = leavingOut
         self.model = model
         self.layout = layout
         self.coordinator = coordinator
@@ -53,11 +58,16 @@ struct CoreDataExportObjects {
         }
     }
 
-    /// The concrete entities of `hierarchy` some store holds, in Core Data's order.
+    /// The concrete entities of `hierarchy` some store holds and the export does not leave out, in
+    /// Core Data's order.
     private func exported(_ hierarchy: CoreDataLayout.Hierarchy) -> [String] {
-        hierarchy.family.filter {
-            model.entity(named: $0)?.isAbstract != true && !coordinator.stores(for: $0).isEmpty
-        }
+        hierarchy.family.filter { isExported($0) }
+    }
+
+    /// Whether objects of exactly `entity` are written.
+    private func isExported(_ entity: String) -> Bool {
+        model.entity(named: entity)?.isAbstract != true && !leavingOut.contains(entity)
+            && !coordinator.stores(for: entity).isEmpty
     }
 
     /// Counts the objects of `hierarchy` and finds its last key; renumbers clashing keys when its
@@ -132,7 +142,9 @@ struct CoreDataExportObjects {
     /// Where object `id` goes in the new store: its own key, or the one it was given.
     func place(of id: ObjectID) -> Place? {
         if !renumbered.isEmpty, let place = renumbered[id] { return place }
-        guard let key = id.primaryKey, key > 0 else { return nil }
+        guard let key = id.primaryKey, key > 0, leavingOut.isEmpty || !leavingOut.contains(id.entityName) else {
+            return nil
+        }
         return Place(primaryKey: key, entity: id.entityName)
     }
 
@@ -229,7 +241,7 @@ struct CoreDataExportObjects {
         )
         var inverseLists: [ObjectID: [ObjectID]] = [:]
         var count = 0
-        for entity in model.entityAndSubentities(of: join.entity) where !coordinator.stores(for: entity).isEmpty {
+        for entity in model.entityAndSubentities(of: join.entity) where isExported(entity) {
             try Self.forEachPage(of: entity, in: coordinator) { page in
                 for row in page {
                     let members = try coordinator.relatedIDs(of: row.id, relationship: join.relationship)

@@ -15,12 +15,16 @@ public struct CoreDataExportOptions: Sendable, Hashable {
     public var consistentSnapshot: Bool
     /// Told how far the export is as it writes the objects.
     public var progress: CoreDataExportProgress?
+    /// Entities whose objects are left out (a server's hidden entities): their tables are written
+    /// empty, and relationships to their objects are left empty as if those did not exist.
+    public var leavingOut: Set<String>
 
     /// Creates options.
     public init(
         overwrite: Bool = false, storeIdentifier: String? = nil, frameworkVersion: Int = 1338,
-        consistentSnapshot: Bool = true, progress: CoreDataExportProgress? = nil
+        consistentSnapshot: Bool = true, progress: CoreDataExportProgress? = nil, leavingOut: Set<String> = []
     ) {
+        self.leavingOut = leavingOut
         self.overwrite = overwrite
         self.storeIdentifier = storeIdentifier
         self.frameworkVersion = frameworkVersion
@@ -105,7 +109,8 @@ public enum CoreDataExporter {
     ) throws(StoreError) -> CoreDataExportReport {
         let started = Date()
         let layout = CoreDataLayout(model: model)
-        var objects = try CoreDataExportObjects(model: model, layout: layout, coordinator: coordinator)
+        var objects = try CoreDataExportObjects(
+            model: model, layout: layout, coordinator: coordinator, leavingOut: options.leavingOut)
         objects.progress = options.progress?.report
         let identifier = options.storeIdentifier ?? UUID().uuidString
         let folder = url.deletingLastPathComponent()
