@@ -1,4 +1,5 @@
 import Foundation
+import StrataHTTP
 import StrataTestSupport
 import Synchronization
 import Testing
@@ -94,5 +95,61 @@ import Testing
         _ = try coordinator.save(SaveRequest(deletes: served.map { StoreDeletion(id: $0.id, expectedVersion: nil) }))
         try expectSameObjects(model, coordinator, reread.coordinator, "GET /_export")
         #expect(try Self.leftovers(fixture) == [])
+    }
+
+    @Test func aClientThatLeavesMidDownloadLeavesNoFileAndTheServerAnswersOthers() throws {
+        let fixture = try ServerFixture()
+        let coordinator = try #require(fixture.server.restService).root.coordinator
+        _ = try coordinator.save(
+            SaveRequest(
+                inserts: (0..<3000).map {
+                    StoreRow(
+                        id: .temporary(entity: "Book"),
+                        attributes: [
+                            "title": .string(String(repeating: "t", count: 200) + "\($0)"), "year": .integer(1),
+                        ])
+                }))
+        for _ in 0..<3 {
+            let connection = try TestConnection(port: fixture.server.port)
+            try connection.send("GET /_export HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            var byte: UInt8 = 0
+            _ = recv(connection.descriptor, &byte, 1, 0)
+            connection.disconnect()
+        }
+        #expect(try fixture.client.send("GET", "/books/1").status == 200)
+        try waitUntil { try Self.leftovers(fixture).isEmpty }
+        let whole = try fixture.client.send("GET", "/_export")
+        #expect(whole.status == 200 && whole.body.count > 600_000)
+    }
+
+    @Test func aLongExportWritesProgressLines() throws {
+        let folder = TemporaryDirectory()
+        let model = try ObjectModel.example
+        let coordinator = StoreCoordinator(model: model)
+        try coordinator.addStore(
+            type: .sqlite, url: folder.file("all.sqlite"), options: StoreOptions(recordsHistory: true))
+        defer { for store in coordinator.stores { coordinator.remove(store) } }
+        _ = try coordinator.save(
+            SaveRequest(
+                inserts: (0..<5000).map {
+                    StoreRow(
+                        id: .temporary(entity: "Book"),
+                        attributes: ["title": .string("b\($0)"), "format": .string("e")])
+                }))
+        let lines = Mutex<[String]>([])
+        let service = try RESTService(
+            root: ObjectContext(coordinator: coordinator), reads: coordinator,
+            export: SnapshotExportSettings(
+                directory: folder.file("exports"), log: { line in lines.withLock { $0.append(line) } },
+                progressSeconds: 0))
+        let response = service.handle(HTTPRequest(method: "GET", path: "/_export"))
+        #expect(response.status == 200)
+        let size = try #require(response.file?.size)
+        let logged = lines.withLock { $0 }
+        #expect(
+            logged.contains { $0.hasPrefix("strata: GET /_export: 2000 of 5000 objects written (40%)") }, "\(logged)")
+        #expect(logged.last?.hasPrefix("strata: GET /_export: 5000 objects, \(size) bytes in ") == true, "\(logged)")
+        #expect(logged.last?.hasSuffix(", history token \(try coordinator.currentHistoryToken())") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file("exports").path) == [])
     }
 }
