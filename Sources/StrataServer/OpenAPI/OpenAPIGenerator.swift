@@ -130,6 +130,7 @@ struct OpenAPIBuilder {
         }
         paths += systemPaths()
         paths += diagramPaths()
+        paths += exportPaths()
         schemas += Self.problemSchemas + Self.batchSchemas(limits) + Self.systemSchemas
         var tags: [OpenAPINode] = model.entities.map { entity in
             .members([
