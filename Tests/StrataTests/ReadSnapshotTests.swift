@@ -107,4 +107,32 @@ import Testing
             try coordinator.withReadSnapshot { (token) throws(StoreError) in token }
                 == coordinator.currentHistoryToken())
     }
+
+    /// The exporter pages through every kind of store (more objects than one page) in a snapshot,
+    /// and its file imports back to the same objects.
+    @Test(arguments: StoreUnderTest.allCases)
+    func anExportOfEveryKindOfStoreReadsBackTheSame(_ kind: StoreUnderTest) throws {
+        let folder = TemporaryDirectory()
+        let coordinator = try HistoryTests.open(kind, folder)
+        defer { HistoryTests.close(coordinator) }
+        let context = ObjectContext(coordinator: coordinator)
+        let tags = try (0..<3).map { try context.insert("Tag", values: ["name": .string("tag \($0)")]) }
+        for index in 0..<(CoreDataExportObjects.pageSize + 500) {
+            let book = try context.insert(
+                "Book", values: ["title": .string("Book \(index)"), "year": .integer(Int64(index))])
+            if index % 7 == 0 { try book.setObjects([tags[index % 3]], forKey: "tags") }
+        }
+        try context.insert("Visit", values: ["path": .string("/")])
+        try context.save()
+        let file = folder.file("Export.sqlite")
+        let report = try CoreDataExporter.export(model: HistoryTests.model, coordinator: coordinator, to: file)
+        #expect(report.objects["Book"] == CoreDataExportObjects.pageSize + 500)
+        #expect(report.historyToken == (try coordinator.currentHistoryToken()))
+        let again = folder.file("again.sqlite")
+        _ = try CoreDataImporter.importStore(at: file, model: HistoryTests.model, targets: ["Default": again])
+        let reread = StoreCoordinator(model: HistoryTests.model)
+        try reread.addStore(type: .sqlite, url: again)
+        defer { HistoryTests.close(reread) }
+        try expectSameObjects(HistoryTests.model, coordinator, reread, "\(kind)")
+    }
 }

@@ -123,6 +123,8 @@ struct CoreDataExportObjects {
                 let page: [StoreRow]
                 if let file = store as? SQLiteStore {
                     page = try file.rows(of: entity, after: after, limit: pageSize)
+                } else if let shared = store as? PostgreSQLStore {
+                    page = try shared.rows(of: entity, after: after, limit: pageSize)
                 } else {
                     var request = FetchRequest(
                         entityName: entity, sortDescriptors: [SortKey(SortKey.objectKey)], fetchLimit: pageSize)

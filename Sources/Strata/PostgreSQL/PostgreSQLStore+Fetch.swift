@@ -79,7 +79,7 @@ extension PostgreSQLStore {
 
     /// Runs `body` on a pooled connection, mapping what it throws to store errors.
     /// A connection that fails (or finds its server gone) is replaced and the read run once more.
-    private func reading<T>(_ body: (PGConnection) throws -> T) throws(StoreError) -> T {
+    func reading<T>(_ body: (PGConnection) throws -> T) throws(StoreError) -> T {
         try checkOpen()
         if let pinned = snapshots.current {
             do {

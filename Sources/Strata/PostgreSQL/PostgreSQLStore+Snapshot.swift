@@ -32,4 +32,25 @@ extension PostgreSQLStore {
         _ = try? connection.execute("ROLLBACK")
         pool.checkin(connection)
     }
+
+    /// Up to `limit` objects of exactly `entity` (no subentity) whose primary keys are above
+    /// `after`, in key order (see ``SQLiteStore``'s method of the same name).
+    func rows(of entity: String, after: Int64, limit: Int) throws(StoreError) -> [StoreRow] {
+        guard entityNames.contains(entity), let table = schema.base.table(for: entity) else {
+            throw StoreError(.notFound, "the store does not hold entity '\(entity)'", storeURL: url, entity: entity)
+        }
+        var sql = "SELECT \(schema.selectList(table, alias: "t")) FROM \(schema.qualified(table.name)) AS t"
+        sql += " WHERE t.\"_pk\" > $1"
+        var arguments: [PGValue] = [.integer(after)]
+        if table.entities.count > 1 {
+            sql += " AND t.\"_entity\" = $2"
+            arguments.append(.text(entity))
+        }
+        sql += " ORDER BY t.\"_pk\" LIMIT \(max(1, limit))"
+        return try reading { c in
+            let rows = try c.execute(sql, arguments).rows
+            let resolver = PostgreSQLResolver(store: self, connection: c)
+            return try rows.map { try decodeRow($0, table: table, resolver: resolver) }
+        }
+    }
 }
