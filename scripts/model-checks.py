@@ -138,6 +138,9 @@ class Maker:
             return min(max(n % 100 + 0.5, low), high)
         if kind == "boolean":
             return n % 2 == 0
+        if kind == "object" and "properties" in schema:
+            # A composite: every element of its schema.
+            return {name: self.value(member) for name, member in schema["properties"].items()}
         if kind == "object" or not kind:
             return {"n": n}
         return None
@@ -159,6 +162,10 @@ def same(sent, got, schema):
             return False
     if isinstance(sent, (int, float)) and isinstance(got, (int, float)):
         return float(sent) == float(got)
+    if isinstance(sent, dict) and isinstance(got, dict) and "properties" in schema:
+        members = schema["properties"]
+        return all(same(value, got.get(name), members.get(name, {})) for name, value in sent.items()) and all(
+            got[name] is None for name in got if name not in sent)
     if isinstance(sent, list) and isinstance(got, list):
         return sorted(sent) == sorted(got) if not schema.get("x-ordered") else sent == got
     return False

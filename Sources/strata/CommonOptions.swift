@@ -26,8 +26,8 @@ extension CommandOption {
     static func history(append: @escaping @Sendable (inout Settings, String) -> Void) -> Self {
         .value(
             "--history", "PATH", repeatable: true,
-            help: "an earlier model version, oldest first, for a multi-step migration; an .xcdatamodeld model "
-                + "gives its versions by itself"
+            help: "an earlier model version, oldest first, to tell the store's version and place mapping models; "
+                + "an .xcdatamodeld model gives its versions by itself"
         ) { append(&$0, $1.text) }
     }
 
@@ -45,19 +45,25 @@ extension CommandOption {
     }
 
     /// `--store CONFIG=PATH` (or `CONFIG=sqlite:PATH`): the existing SQLite store of a configuration.
-    static func storeFile(set: @escaping @Sendable (inout Settings, String, StoreSpec) -> Void) -> Self {
+    /// With `postgreSQL`, a PostgreSQL connection URI (`postgresql://…`) is taken as well.
+    static func storeFile(
+        postgreSQL: Bool = false, set: @escaping @Sendable (inout Settings, String, StoreSpec) -> Void
+    ) -> Self {
         .value(
             "--store", "CONFIG=PATH", repeatable: true,
-            help: "the store of a configuration (PATH or sqlite:PATH); Default=PATH is one store holding every entity"
+            help: "the store of a configuration (PATH or sqlite:PATH\(postgreSQL ? ", or a postgresql:// URI" : "")); "
+                + "Default=PATH is one store holding every entity"
         ) { settings, value in
             let item = value.text
+            let shown = PostgreSQLStore.redacted(item)
             guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
-                throw value.invalid("takes CONFIG=PATH")
+                throw value.invalid("takes CONFIG=PATH", shown: shown)
             }
             let path = String(item[item.index(after: equals)...])
-            guard let spec = path.hasPrefix("sqlite:") ? StoreSpec(path) : StoreSpec(sqlite: path),
-                spec.type == .sqlite, !(spec.path ?? "").isEmpty
-            else { throw value.invalid("takes CONFIG=PATH") }
+            let uri = postgreSQL && (path.hasPrefix("postgresql://") || path.hasPrefix("postgres://"))
+            guard let spec = path.hasPrefix("sqlite:") || uri ? StoreSpec(path) : StoreSpec(sqlite: path),
+                spec.type == .sqlite || uri, !(spec.path ?? "").isEmpty
+            else { throw value.invalid("takes CONFIG=PATH", shown: shown) }
             set(&settings, String(item[..<equals]), spec)
         }
     }

@@ -3,7 +3,7 @@ import Strata
 import StrataCLI
 import StrataServer
 
-/// `strata migrate`: migrates store files to the model without serving them.
+/// `strata migrate`: migrates stores (SQLite files, PostgreSQL schemas) to the model without serving them.
 enum MigrateCommand {
     struct Settings {
         var models: [String] = []
@@ -24,8 +24,8 @@ enum MigrateCommand {
             mapping model gives, all of them together or none. A change that depends on the data (a
             to-many becoming to-one, a value converted to another type, required with no default) is
             checked first: when objects do not fit, the migration is refused, naming them, before
-            anything is written. Stores that do not exist yet are left alone; stores that already fit
-            the model are not touched.
+            anything is written. Store files that do not exist yet are left alone; stores that already fit
+            the model are not touched. A store may be a PostgreSQL schema (--store CONFIG=postgresql://…).
             """,
         options: [
             .model(
@@ -46,7 +46,7 @@ enum MigrateCommand {
                 "--data-dir", "DIR", default: "./data",
                 help: "folder of the default stores <DIR>/<configuration>.sqlite"
             ) { $0.options.dataDirectory = $1.text },
-            .storeFile { $0.options.stores[$1] = $2 },
+            .storeFile(postgreSQL: true) { $0.options.stores[$1] = $2 },
             .flag("--dry-run", help: "print what would change and change nothing") { $0.dryRun = $1 },
         ])
 
@@ -69,8 +69,10 @@ enum MigrateCommand {
         }
         if let mistake = ServeCommand.mismatch(options, model) { return interface.fail(mistake) }
         options.migrate = true
+        // A PostgreSQL store is looked for on its server (a schema holding none is refused).
         let descriptions = options.storeDescriptions(for: model).filter { description in
-            description.url.map { FileManager.default.fileExists(atPath: $0.path) } ?? false
+            description.type == .postgresql
+                || (description.url.map { FileManager.default.fileExists(atPath: $0.path) } ?? false)
         }
         guard !descriptions.isEmpty else {
             print(
@@ -94,14 +96,16 @@ enum MigrateCommand {
             do {
                 let inspection = try StoreInspector.inspect(url, model: model, history: history, mappings: mappings)
                 if inspection.isCompatible == true {
-                    print("\(url.path): already fits model \(model.name) version \(model.version ?? "-")")
+                    print(
+                        "\(StoreSummary.location(of: url)): already fits model \(model.name) version \(model.version ?? "-")"
+                    )
                 } else if let reason = inspection.incompatibility {
-                    print("\(url.path): cannot be used with the model: \(reason)")
+                    print("\(StoreSummary.location(of: url)): cannot be used with the model: \(reason)")
                     refused = true
                 } else if let plan = inspection.plan {
                     needed = needed || plan.isPossible
                     refused = refused || !plan.isPossible
-                    print("\(url.path): \(plan.isPossible ? "migration" : "cannot be migrated"):")
+                    print("\(StoreSummary.location(of: url)): \(plan.isPossible ? "migration" : "cannot be migrated"):")
                     for line in plan.summary.split(separator: "\n") { print("  \(line)") }
                 }
             } catch {

@@ -71,3 +71,128 @@ import Testing
         #expect(try Data(contentsOf: out) != before, "a new store UUID")
     }
 }
+
+/// `strata export --version` and `--where` as a user runs them, on the Zoo fixture model (two
+/// versions, two configurations): the export for the older version is recognized as that version
+/// by `strata import`, which brings back the objects the filter kept; a required relationship to
+/// an object a filter leaves out refuses the export and writes nothing.
+@Suite struct ExportVersionCommandLineTests {
+    static let zoo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/CoreData/Zoo.xcdatamodeld")
+
+    /// Runs `scripts/coredata-fixtures.py` into `folder`.
+    static func fixtures(in folder: TemporaryDirectory) throws {
+        let script = zoo.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/coredata-fixtures.py")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script.path, folder.url.path]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "scripts/coredata-fixtures.py failed")
+    }
+
+    @Test func anOlderVersionWithAFilterImportsBackAsThatVersion() throws {
+        let folder = TemporaryDirectory()
+        try Self.fixtures(in: folder)
+        let data = folder.file("data")
+        let imported = try CommandLineTests.run([
+            "import", "--model", Self.zoo.path, "--from", folder.file("zoo-v1-wal.sqlite").path, "--data-dir",
+            data.path,
+        ])
+        try #require(imported.status == 0, "\(imported.error)")
+        // One photo over 100 KiB: Core Data keeps it in a file of its own.
+        let model = try ObjectModel.load(contentsOf: Self.zoo)
+        let large = Data((0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        do {
+            var options = ServerOptions()
+            options.dataDirectory = data.path
+            let served = try PersistentContainer(model: model, stores: options.storeDescriptions(for: model))
+            let cat = try served.viewContext.object(
+                with: try #require(served.coordinator.objectID(of: "Cat", primaryKey: 3)))
+            try cat.setValue(.binary(large), forKey: "photo")
+            try served.viewContext.save()
+        }
+
+        let out = folder.file("Seed.sqlite")
+        let exported = try CommandLineTests.run([
+            "export", "--model", Self.zoo.path, "--data-dir", data.path, "--to", out.path, "--version", "Zoo",
+            "--where", "Animal=weight < 10", "--where", "Visit=note ENDSWITH '1'",
+        ])
+        #expect(exported.status == 0, "\(exported.error)")
+        #expect(exported.output.contains("model Zoo version"), "\(exported.output)")
+        #expect(exported.output.contains("  Cat  2\n  Dog  2\n"), "\(exported.output)")
+        #expect(exported.output.contains("  Visit  3\n"), "\(exported.output)")
+        #expect(
+            exported.output.contains("  1 values in \(folder.url.path)/.Seed_SUPPORT/_EXTERNAL_DATA"),
+            "\(exported.output)")
+
+        let again = try CommandLineTests.run([
+            "import", "--model", Self.zoo.path, "--from", out.path, "--to",
+            "Default=\(folder.file("again.sqlite").path)",
+        ])
+        #expect(again.status == 0, "\(again.error)")
+        #expect(again.output.contains("written by model version Zoo:"), "\(again.output)")
+        #expect(again.output.contains("migrated to Zoo 2"), "\(again.output)")
+        let reread = try PersistentContainer(
+            model: model,
+            stores: [StoreDescription(type: .sqlite, configuration: nil, url: folder.file("again.sqlite"))])
+        let keepers = try reread.coordinator.fetch(FetchRequest(entityName: "Keeper")).map {
+            $0[attribute: "fullName"]
+        }
+        #expect(Set(keepers) == Set((1...4).map { AttributeValue.string("Keeper \($0)") }))
+        #expect(try reread.coordinator.count(FetchRequest(entityName: "Animal")) == 6)
+        let cat = try reread.coordinator.fetch(
+            FetchRequest(entityName: "Cat", predicate: try FetchPredicate(format: "name == 'Cat 3'")))
+        #expect(cat.first?[attribute: "photo"] == .binary(large))
+
+        let unknown = try CommandLineTests.run([
+            "export", "--model", Self.zoo.path, "--data-dir", data.path, "--to", folder.file("x.sqlite").path,
+            "--version", "Zoo 9",
+        ])
+        #expect(unknown.status == 1)
+        #expect(unknown.error.contains("no version 'Zoo 9'"), "\(unknown.error)")
+    }
+
+    @Test func aRequiredRelationshipLeftDanglingRefusesTheExport() throws {
+        let folder = TemporaryDirectory()
+        let modelFile = folder.file("shop.json")
+        try Data(
+            """
+            {"name": "Shop", "entities": [
+              {"name": "Item", "attributes": [{"name": "title", "type": "string"}],
+               "relationships": [{"name": "maker", "destination": "Maker", "inverse": "items", "optional": false}]},
+              {"name": "Maker", "attributes": [{"name": "name", "type": "string"}],
+               "relationships": [{"name": "items", "destination": "Item", "toMany": true, "inverse": "maker"}]}]}
+            """.utf8
+        ).write(to: modelFile)
+        let model = try ObjectModel.load(contentsOf: modelFile)
+        let store = folder.file("shop.sqlite")
+        let container = try PersistentContainer(
+            model: model, stores: [StoreDescription(type: .sqlite, configuration: nil, url: store)])
+        let maker = try container.viewContext.insert("Maker", values: ["name": .string("Acme")])
+        let item = try container.viewContext.insert("Item", values: ["title": .string("anvil")])
+        try item.setObject(maker, forKey: "maker")
+        try container.viewContext.save()
+
+        let out = folder.file("Seed.sqlite")
+        let refused = try CommandLineTests.run([
+            "export", "--model", modelFile.path, "--store", "Default=\(store.path)", "--to", out.path, "--where",
+            "Maker=name != 'Acme'",
+        ])
+        #expect(refused.status == 1)
+        #expect(
+            refused.error.contains(
+                "cannot export Item 1: its required relationship maker leads to Maker 1, which the export leaves out"),
+            "\(refused.error)")
+        #expect(!FileManager.default.fileExists(atPath: out.path))
+
+        let bad = try CommandLineTests.run([
+            "export", "--model", modelFile.path, "--store", "Default=\(store.path)", "--to", out.path, "--where",
+            "Shelf=size > 1",
+        ])
+        #expect(bad.status == 1)
+        #expect(bad.error.contains("--where: the model has no entity 'Shelf'"), "\(bad.error)")
+    }
+}

@@ -72,3 +72,60 @@ import Testing
         #expect(try Self.rows(store, NotebookMappingFixture.articlesQuery) == NotebookMappingFixture.migratedArticles)
     }
 }
+
+/// `strata migrate --store Default=postgresql://… --mapping PATH` on a store in the test run's
+/// PostgreSQL cluster: dry run, a refusal that changes nothing, the migration.
+@Suite(.enabled(if: PostgreSQLTestServer.requirement.runs, "\(PostgreSQLTestServer.requirement.skipComment)"))
+struct PostgreSQLMappingCommandLineTests {
+    @Test func migrateRunsAMappingModelOnAPostgreSQLStore() throws {
+        let folder = TemporaryDirectory()
+        let bundle = try XcodeModelWriter.writeBundle(
+            named: "Notes", versions: NotebookMappingFixture.versions, current: "Notes 4",
+            in: folder.file("models"))
+        let mapping = try XcodeMappingWriter.write(
+            NotebookMappingFixture.notesToNotes2(), named: "Notes-Notes 2", in: folder.file("mappings"))
+        let url = try folder.postgreSQLURL(name: "notes")
+        let schema = folder.postgreSQLSchema(name: "notes")
+        do {
+            let store = try PostgreSQLStore(
+                model: try ObjectModel.load(contentsOf: bundle.appendingPathComponent("Notes.xcdatamodel")),
+                configuration: nil, url: url)
+            defer { store.close() }
+            try NotebookMappingFixture.seedVersion1(into: store)
+        }
+        func rows(_ sql: String) throws -> [String] {
+            try PostgreSQLTestServer.psql("SET search_path TO \(schema); \(sql)").split(separator: "\n").map(
+                String.init)
+        }
+        let version = #"SELECT value FROM "_strata_metadata" WHERE key = 'modelVersion'"#
+        let model = { (name: String) in bundle.appendingPathComponent("\(name).xcdatamodel").path }
+        let store = ["--history", bundle.path, "--store", "Default=\(url.absoluteString)"]
+
+        let dryRun = try CommandLineTests.run(
+            ["migrate", "--model", model("Notes 3")] + store + ["--mapping", mapping.path, "--dry-run"])
+        #expect(dryRun.status == 0, "\(dryRun.error)")
+        #expect(dryRun.output.contains("step 1 → 2 (mapping model Notes-Notes 2):"), "\(dryRun.output)")
+        #expect(dryRun.output.contains("entity mapping NoteToArticle"), "\(dryRun.output)")
+        #expect(dryRun.output.contains("postgresql://"), "\(dryRun.output)")
+        #expect(try rows(version) == ["1"])
+
+        // The mapping's headline expression edited into one Strata does not evaluate: refused.
+        let unsupported = try XcodeMappingWriter.write(
+            NotebookMappingFixture.notesToNotes2(
+                headline: .function(operand: .keyPath("source", "title"), selector: "uppercaseString", arguments: [])),
+            named: "Notes-Notes 2", in: folder.file("unsupported"))
+        let refused = try CommandLineTests.run(
+            ["migrate", "--model", model("Notes 3")] + store + ["--mapping", unsupported.path])
+        #expect(refused.status == 1)
+        #expect(
+            (refused.output + refused.error).contains(#"FUNCTION($source.title, "uppercaseString")"#),
+            "\(refused.output) \(refused.error)")
+        #expect(try rows(version) == ["1"])
+
+        let migrated = try CommandLineTests.run(
+            ["migrate", "--model", model("Notes 3")] + store + ["--mapping", mapping.path])
+        #expect(migrated.status == 0, "\(migrated.error)")
+        #expect(try rows(version) == ["3"])
+        #expect(try rows(NotebookMappingFixture.postgreSQLArticlesQuery) == NotebookMappingFixture.migratedArticles)
+    }
+}

@@ -157,6 +157,11 @@ public enum NotebookMappingFixture {
         let model = try ObjectModel.load(contentsOf: bundle.appendingPathComponent("Notes.xcdatamodel"))
         let store = try SQLiteStore(model: model, configuration: nil, url: url)
         defer { store.close() }
+        try seedVersion1(into: store)
+    }
+
+    /// Writes the objects of ``seedVersion1(at:bundle:)`` into `store`, opened with version 1.
+    public static func seedVersion1(into store: any PersistentStore) throws {
         let folders = try store.newObjectIDs(entity: "Folder", count: 2)
         let people = try store.newObjectIDs(entity: "Person", count: 2)
         let notes = try store.newObjectIDs(entity: "Note", count: 4)
@@ -188,6 +193,16 @@ public enum NotebookMappingFixture {
         "Buy milk|2 litres|3|draft|Inbox|Inbox|Ana", "Call Ana|after 6|0|draft|Inbox|Inbox|Ben",
         "Loose thought|nil|1|draft|nil|nil|nil", "Ship release|nil|5|draft|Work|Work|Ben",
     ]
+
+    /// ``articlesQuery`` in a PostgreSQL store's schema, whose text columns hold UTF-8 bytes.
+    public static let postgreSQLArticlesQuery = """
+        SELECT \(text(#"a."headline""#)), \(text(#"a."body""#)), a."score", \(text(#"a."status""#)), \
+        \(text(#"a."folderName""#)), \(text(#"f."name""#)), \(text(#"p."name""#)) FROM "Article" a \
+        LEFT JOIN "Folder" f ON f."_pk" = a."inFolder" LEFT JOIN "Person" p ON p."_pk" = a."writer" ORDER BY 1
+        """
+
+    /// A PostgreSQL text column (kept as bytes) as text, `nil` for NULL.
+    public static func text(_ column: String) -> String { "COALESCE(convert_from(\(column), 'UTF8'), 'nil')" }
 
     /// The query that lists the articles as ``migratedArticles`` has them.
     public static let articlesQuery = """

@@ -9,12 +9,30 @@ public struct XcodeModelVersion: Sendable {
     public var identifier: String
     /// The entities.
     public var entities: [XcodeEntity]
+    /// The composites (`<composite name=…>` elements) attributes of type `Composite` name.
+    public var composites: [XcodeComposite]
 
     /// A version named `name`.
-    public init(_ name: String, identifier: String, entities: [XcodeEntity]) {
+    public init(_ name: String, identifier: String, entities: [XcodeEntity], composites: [XcodeComposite] = []) {
         self.name = name
         self.identifier = identifier
         self.entities = entities
+        self.composites = composites
+    }
+}
+
+/// A composite attribute type of an ``XcodeModelVersion``: its name and its elements (attributes;
+/// one of type `Composite` nests another composite).
+public struct XcodeComposite: Sendable {
+    /// The composite's name, as attributes name it in `composite=`.
+    public var name: String
+    /// Its elements.
+    public var elements: [XcodeAttribute]
+
+    /// A composite with its elements.
+    public init(_ name: String, elements: [XcodeAttribute]) {
+        self.name = name
+        self.elements = elements
     }
 }
 
@@ -46,13 +64,19 @@ public struct XcodeAttribute: Sendable {
     public var optional: Bool
     /// The `defaultValueString`, if any.
     public var defaultValue: String?
+    /// For type `Composite`: the composite it is (`composite=`).
+    public var composite: String?
 
     /// An attribute.
-    public init(_ name: String, _ type: String, optional: Bool = false, default defaultValue: String? = nil) {
+    public init(
+        _ name: String, _ type: String, optional: Bool = false, default defaultValue: String? = nil,
+        composite: String? = nil
+    ) {
         self.name = name
         self.type = type
         self.optional = optional
         self.defaultValue = defaultValue
+        self.composite = composite
     }
 }
 
@@ -66,13 +90,16 @@ public struct XcodeRelationship: Sendable {
     public var inverse: String
     /// Whether it is to-many.
     public var toMany: Bool
+    /// Whether it is an ordered to-many.
+    public var ordered: Bool
 
     /// An optional relationship with its inverse, nullified on delete.
-    public init(_ name: String, to destination: String, inverse: String, toMany: Bool = false) {
+    public init(_ name: String, to destination: String, inverse: String, toMany: Bool = false, ordered: Bool = false) {
         self.name = name
         self.destination = destination
         self.inverse = inverse
         self.toMany = toMany
+        self.ordered = ordered
     }
 }
 
@@ -120,28 +147,38 @@ public enum XcodeModelWriter {
             lines.append(
                 #"    <entity name="\#(name)" representedClassName="\#(name)" syncable="YES" codeGenerationType="class">"#
             )
-            for attribute in entity.attributes {
-                var fields = [#"name="\#(escaped(attribute.name))""#]
-                if attribute.optional { fields.append(#"optional="YES""#) }
-                fields.append(#"attributeType="\#(escaped(attribute.type))""#)
-                if let value = attribute.defaultValue { fields.append(#"defaultValueString="\#(escaped(value))""#) }
-                if ["Integer 16", "Integer 32", "Integer 64", "Double", "Float", "Boolean"].contains(attribute.type) {
-                    fields.append(#"usesScalarValueType="YES""#)
-                }
-                lines.append("        <attribute \(fields.joined(separator: " "))/>")
-            }
+            for attribute in entity.attributes { lines.append("        " + line(of: attribute)) }
             for relationship in entity.relationships {
                 let destination = escaped(relationship.destination)
                 lines.append(
                     #"        <relationship name="\#(escaped(relationship.name))" optional="YES" "#
                         + (relationship.toMany ? #"toMany="YES" "# : #"maxCount="1" "#)
+                        + (relationship.ordered ? #"ordered="YES" "# : "")
                         + #"deletionRule="Nullify" destinationEntity="\#(destination)" "#
                         + #"inverseName="\#(escaped(relationship.inverse))" inverseEntity="\#(destination)"/>"#)
             }
             lines.append("    </entity>")
         }
+        for composite in version.composites {
+            lines.append(#"    <composite name="\#(escaped(composite.name))">"#)
+            for element in composite.elements { lines.append("        " + line(of: element)) }
+            lines.append("    </composite>")
+        }
         lines.append("</model>")
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The `<attribute …/>` element of `attribute`.
+    static func line(of attribute: XcodeAttribute) -> String {
+        var fields = [#"name="\#(escaped(attribute.name))""#]
+        if attribute.optional { fields.append(#"optional="YES""#) }
+        fields.append(#"attributeType="\#(escaped(attribute.type))""#)
+        if let value = attribute.defaultValue { fields.append(#"defaultValueString="\#(escaped(value))""#) }
+        if ["Integer 16", "Integer 32", "Integer 64", "Double", "Float", "Boolean"].contains(attribute.type) {
+            fields.append(#"usesScalarValueType="YES""#)
+        }
+        if let composite = attribute.composite { fields.append(#"composite="\#(escaped(composite))""#) }
+        return "<attribute \(fields.joined(separator: " "))/>"
     }
 
     /// `text` with XML's special characters escaped.

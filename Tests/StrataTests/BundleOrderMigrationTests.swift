@@ -4,10 +4,11 @@ import Testing
 
 @testable import Strata
 
-/// A model bundle's versions have no order of their own: real bundles name them `Model_v9`,
-/// `Model_course_info_v18`, `Model 2`, and sorting names put a shipping app's versions out of
-/// order. A store opened with the bundle keeps every value the store's version and the model
-/// share, as Core Data's one inferred step keeps them.
+/// A store opened with a model bundle migrates as Core Data's automatic lightweight migration
+/// does: one inferred step from the store's version to the model, whatever the versions between
+/// change (a bundle's versions have no order of their own either: real bundles name them
+/// `Model_v9`, `Model_course_info_v18`, `Model 2`). Mapping models add their own steps, with
+/// inferred steps between them.
 @Suite struct BundleOrderMigrationTests {
     static func item(_ attributes: [String]) -> XcodeEntity {
         XcodeEntity("Item", attributes: attributes.map { XcodeAttribute($0, "String", optional: true) })
@@ -65,5 +66,56 @@ import Testing
         let folder = TemporaryDirectory()
         let values = try Self.migrate(from: "Model_z_v2", versions: versions, current: "Model_a_current", in: folder)
         #expect(values["note"] == .string("note value"))
+    }
+
+    @Test func aChangeOfAVersionBetweenThatTheModelUndoesIsNotNeeded() throws {
+        // Version 2 changes `note` to a date, which no inferred mapping converts; version 3 removes
+        // it. The one step from version 1 to 3 drops it and keeps the rest.
+        let versions = [
+            XcodeModelVersion("Model", identifier: "1", entities: [Self.item(["title", "note"])]),
+            XcodeModelVersion(
+                "Model 2", identifier: "2",
+                entities: [
+                    XcodeEntity(
+                        "Item",
+                        attributes: [
+                            XcodeAttribute("title", "String", optional: true),
+                            XcodeAttribute("note", "Date", optional: true),
+                        ])
+                ]),
+            XcodeModelVersion("Model 3", identifier: "3", entities: [Self.item(["title", "rank"])]),
+        ]
+        let folder = TemporaryDirectory()
+        let values = try Self.migrate(from: "Model", versions: versions, current: "Model 3", in: folder)
+        #expect(values["title"] == .string("title value"))
+        #expect(values["note"] == nil)
+        let history = try ObjectModel.loadCoreDataModelVersions(at: folder.file("Shop.xcdatamodeld"))
+        let plan = MigrationPlanner.plan(
+            storedHashes: MigrationPlanner.hashes(of: history[0], configuration: nil)!, storedVersion: "1",
+            recorded: nil, configuration: nil, model: history[2], history: history, url: nil)
+        #expect(plan.steps.map { "\($0.fromVersion ?? "?")→\($0.toVersion ?? "?")" } == ["1→3"])
+        #expect(plan.isPossible)
+    }
+
+    @Test func mappingModelsMakeTheirStepsWithInferredStepsBetween() throws {
+        let folder = TemporaryDirectory()
+        let bundle = try NotebookMappingFixture.write(in: folder.url)
+        let history = try ObjectModel.loadCoreDataModelVersions(at: bundle)
+        let mappings = try MappingModel.discover(near: bundle).map { try MappingModel.load(contentsOf: $0) }
+        let hashes = { (model: ObjectModel) in MigrationPlanner.hashes(of: model, configuration: nil)! }
+        func steps(from start: Int, to end: Int) -> [String] {
+            MigrationPlanner.plan(
+                storedHashes: hashes(history[start]), storedVersion: history[start].version, recorded: nil,
+                configuration: nil, model: history[end], history: history, url: nil
+            ).using(mappings).steps.map {
+                "\($0.fromVersion ?? "?")→\($0.toVersion ?? "?")\($0.mappingModel.map { " (\($0.name))" } ?? "")"
+            }
+        }
+        // Notes (1) → Notes 2 mapped, Notes 2 → Notes 3 inferred, Notes 3 → Notes 4 mapped.
+        #expect(steps(from: 0, to: 3) == ["1→2 (Notes-Notes 2)", "2→3", "3→4 (Notes 3-Notes 4)"])
+        #expect(steps(from: 1, to: 3) == ["2→3", "3→4 (Notes 3-Notes 4)"])
+        #expect(steps(from: 0, to: 2) == ["1→2 (Notes-Notes 2)", "2→3"])
+        #expect(steps(from: 2, to: 3) == ["3→4 (Notes 3-Notes 4)"])
+        #expect(steps(from: 1, to: 2) == ["2→3"])
     }
 }

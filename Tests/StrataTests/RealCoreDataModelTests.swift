@@ -216,7 +216,15 @@ struct SampleMaker {
             return .binary(Data(repeating: UInt8(counter % 256), count: Swift.max(attribute.minLength ?? 0, 3)))
         case .uuid: return .uuid(UUID())
         case .uri: return .uri("https://example.org/\(counter)")
-        case .json: return .json(.object(["n": .integer(Int64(counter))]))
+        case .json:
+            guard let elements = attribute.elements else { return .json(.object(["n": .integer(Int64(counter))])) }
+            // A composite: every element of its type.
+            var members: [String: JSONValue] = [:]
+            for element in elements {
+                guard let value = sample(element) else { return nil }
+                members[element.name] = value.json
+            }
+            return .json(.object(members))
         }
     }
 

@@ -172,7 +172,17 @@ extension ObjectContext {
     static func checked(_ value: AttributeValue, for attribute: AttributeDescription, of entity: String)
         throws(ContextError) -> AttributeValue
     {
-        try checked(value, type: attribute.type, name: attribute.name, of: entity)
+        let value = try checked(value, type: attribute.type, name: attribute.name, of: entity)
+        // A composite that fits its elements is kept in the form the server writes (every element,
+        // each as its type writes it); one that does not is kept as given for the save to report.
+        if attribute.isComposite, case .json(let json) = value {
+            do throws(CompositeValueError) {
+                return .json(try attribute.checkedComposite(json))
+            } catch {
+                return value
+            }
+        }
+        return value
     }
 
     /// `value` converted to `type` where that loses nothing, or an `.invalidValue` error naming

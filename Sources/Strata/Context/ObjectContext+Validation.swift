@@ -115,6 +115,13 @@ extension ObjectContext {
                 fail(attribute.name, .type, "must be \(attribute.type.rawValue), not \(value.kindName)")
                 continue
             }
+            if let composite = attribute.composite, case .json(let json) = value {
+                do throws(CompositeValueError) {
+                    _ = try composite.checkedComposite(json)
+                } catch {
+                    fail(attribute.name, .type, error.message)
+                }
+            }
             if let min = attribute.minValue, let order = ValueOrdering.compare(value, min), order < 0 {
                 fail(attribute.name, .min, "must be at least \(min.json.jsonText)")
             }

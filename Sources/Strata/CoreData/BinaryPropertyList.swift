@@ -155,3 +155,132 @@ enum BinaryPropertyList {
         }
     }
 }
+
+extension BinaryPropertyList {
+    /// The bytes of `value` as a binary property list, laid out as Core Foundation lays one out:
+    /// objects depth-first from the top (a dictionary's keys, then its values), strings, numbers,
+    /// data, dates and references written once however often they occur, containers each on their
+    /// own, dictionary keys in `-compare:` order, integers and references in the fewest bytes.
+    static func serialize(_ value: PropertyListValue) -> Data {
+        var writer = Writer()
+        _ = writer.flatten(value)
+        return writer.finish()
+    }
+
+    private struct Writer {
+        /// Every object's encoding, in object order, with references still as indexes.
+        var objects: [PropertyListValue] = []
+        var scalars: [PropertyListValue: Int] = [:]
+
+        /// The object number of `value`, flattening it (and what it holds) first.
+        mutating func flatten(_ value: PropertyListValue) -> Int {
+            switch value {
+            case .array(let items):
+                let index = objects.count
+                objects.append(.null)
+                objects[index] = .array(items.map { .integer(Int64(flatten($0))) })
+                return index
+            case .dictionary(let members):
+                let index = objects.count
+                objects.append(.null)
+                let keys = members.keys.sorted(by: ObjectModel.compare)
+                let keyNumbers = keys.map { flatten(.string($0)) }
+                let valueNumbers = keys.map { flatten(members[$0]!) }
+                objects[index] = .array((keyNumbers + valueNumbers).map { .integer(Int64($0)) })
+                dictionaries.insert(index)
+                return index
+            default:
+                if let known = scalars[value] { return known }
+                scalars[value] = objects.count
+                objects.append(value)
+                return objects.count - 1
+            }
+        }
+
+        /// Which objects are dictionaries (their entries are references: keys, then values).
+        var dictionaries: Set<Int> = []
+
+        func finish() -> Data {
+            let referenceSize = Self.width(UInt64(objects.count))
+            var bytes = Array("bplist00".utf8)
+            var offsets: [Int] = []
+            for (index, object) in objects.enumerated() {
+                offsets.append(bytes.count)
+                encode(object, isDictionary: dictionaries.contains(index), referenceSize: referenceSize, into: &bytes)
+            }
+            let table = bytes.count
+            let offsetSize = Self.width(UInt64(table))
+            for offset in offsets { Self.append(UInt64(offset), size: offsetSize, to: &bytes) }
+            bytes += [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(referenceSize)]
+            Self.append(UInt64(objects.count), size: 8, to: &bytes)
+            Self.append(0, size: 8, to: &bytes)
+            Self.append(UInt64(table), size: 8, to: &bytes)
+            return Data(bytes)
+        }
+
+        func encode(_ object: PropertyListValue, isDictionary: Bool, referenceSize: Int, into bytes: inout [UInt8]) {
+            switch object {
+            case .null: bytes.append(0x00)
+            case .bool(let flag): bytes.append(flag ? 0x09 : 0x08)
+            case .integer(let number): Self.appendInteger(number, to: &bytes)
+            case .real(let number):
+                bytes.append(0x23)
+                Self.append(number.bitPattern, size: 8, to: &bytes)
+            case .date(let seconds):
+                bytes.append(0x33)
+                Self.append(seconds.bitPattern, size: 8, to: &bytes)
+            case .data(let data):
+                Self.appendHeader(0x40, count: data.count, to: &bytes)
+                bytes += data
+            case .string(let text):
+                if text.utf8.allSatisfy({ $0 < 0x80 }) {
+                    Self.appendHeader(0x50, count: text.utf8.count, to: &bytes)
+                    bytes += text.utf8
+                } else {
+                    let units = Array(text.utf16)
+                    Self.appendHeader(0x60, count: units.count, to: &bytes)
+                    for unit in units { bytes += [UInt8(unit >> 8), UInt8(unit & 0xff)] }
+                }
+            case .uid(let number):
+                let size = Self.width(UInt64(number))
+                bytes.append(0x80 | UInt8(size - 1))
+                Self.append(UInt64(number), size: size, to: &bytes)
+            case .array(let references):
+                let count = isDictionary ? references.count / 2 : references.count
+                Self.appendHeader(isDictionary ? 0xD0 : 0xA0, count: count, to: &bytes)
+                for case .integer(let reference) in references {
+                    Self.append(UInt64(reference), size: referenceSize, to: &bytes)
+                }
+            case .dictionary: preconditionFailure("dictionaries are flattened into references")
+            }
+        }
+
+        /// The fewest bytes (1, 2, 4 or 8) that hold `value`.
+        static func width(_ value: UInt64) -> Int {
+            value <= 0xff ? 1 : value <= 0xffff ? 2 : value <= 0xffff_ffff ? 4 : 8
+        }
+
+        static func append(_ value: UInt64, size: Int, to bytes: inout [UInt8]) {
+            for shift in stride(from: (size - 1) * 8, through: 0, by: -8) {
+                bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+            }
+        }
+
+        /// An integer object: non-negative ones in 1, 2 or 4 bytes when they fit, others in 8.
+        static func appendInteger(_ number: Int64, to bytes: inout [UInt8]) {
+            let size = number < 0 ? 8 : width(UInt64(number))
+            bytes.append(0x10 | UInt8(size.trailingZeroBitCount))
+            append(UInt64(bitPattern: number), size: size, to: &bytes)
+        }
+
+        /// A marker with its count in the low nibble, or 0xF and the count as an integer object.
+        static func appendHeader(_ marker: UInt8, count: Int, to bytes: inout [UInt8]) {
+            if count < 15 {
+                bytes.append(marker | UInt8(count))
+            } else {
+                bytes.append(marker | 0x0f)
+                appendInteger(Int64(count), to: &bytes)
+            }
+        }
+    }
+}

@@ -8,6 +8,19 @@ public struct CoreDataExportOptions: Sendable, Hashable {
     public var storeIdentifier: String?
     /// The `NSPersistenceFrameworkVersion` recorded in the metadata.
     public var frameworkVersion: Int
+    /// The model version the store is written for, when not the one the objects are in (an older
+    /// version an app still ships): its entities, columns, hashes and identifiers. Objects are
+    /// mapped onto it as a migration back to it would map them where that is well-defined (the
+    /// entities, attributes and relationships of the same name, or renaming identifier, and type);
+    /// objects of entities it lacks are left out; what it cannot represent refuses the export.
+    public var version: ObjectModel?
+    /// Per entity (of the model the objects are in), the predicate its objects must match to be
+    /// written; it applies to the objects of its subentities too (with their own, when they have
+    /// one). A relationship to an object left out is cleared; a required one refuses the export.
+    public var filters: [String: FetchPredicate]
+    /// The largest Binary value (in bytes) of an attribute that allows external storage kept in
+    /// the store; larger ones go to files in `.<store name>_SUPPORT/_EXTERNAL_DATA/` beside it.
+    public var externalDataThreshold: Int
     /// Whether every object is read from one read snapshot across the stores
     /// (``StoreCoordinator/withReadSnapshot(_:)``), so that the file holds exactly the state of
     /// ``CoreDataExportReport/historyToken`` while saves go on; on by default. Off, each page of
@@ -15,21 +28,47 @@ public struct CoreDataExportOptions: Sendable, Hashable {
     public var consistentSnapshot: Bool
     /// Told how far the export is as it writes the objects.
     public var progress: CoreDataExportProgress?
-    /// Entities whose objects are left out (a server's hidden entities): their tables are written
-    /// empty, and relationships to their objects are left empty as if those did not exist.
+    /// Entities (of the model the objects are in) whose objects are left out, a server's hidden
+    /// entities: their tables are written empty, and relationships to their objects are cleared as
+    /// for objects a filter leaves out.
     public var leavingOut: Set<String>
 
     /// Creates options.
     public init(
         overwrite: Bool = false, storeIdentifier: String? = nil, frameworkVersion: Int = 1338,
+        version: ObjectModel? = nil, filters: [String: FetchPredicate] = [:], externalDataThreshold: Int = 100 * 1024,
         consistentSnapshot: Bool = true, progress: CoreDataExportProgress? = nil, leavingOut: Set<String> = []
     ) {
+        self.consistentSnapshot = consistentSnapshot
+        self.progress = progress
         self.leavingOut = leavingOut
         self.overwrite = overwrite
         self.storeIdentifier = storeIdentifier
         self.frameworkVersion = frameworkVersion
-        self.consistentSnapshot = consistentSnapshot
-        self.progress = progress
+        self.version = version
+        self.filters = filters
+        self.externalDataThreshold = externalDataThreshold
+    }
+
+    /// Options are equal when every option is (versions compared as models).
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.overwrite == rhs.overwrite && lhs.storeIdentifier == rhs.storeIdentifier
+            && lhs.frameworkVersion == rhs.frameworkVersion && lhs.version == rhs.version && lhs.filters == rhs.filters
+            && lhs.externalDataThreshold == rhs.externalDataThreshold
+            && lhs.consistentSnapshot == rhs.consistentSnapshot && lhs.leavingOut == rhs.leavingOut
+    }
+
+    /// Hashes the options (a version by its name and identifier).
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(overwrite)
+        hasher.combine(storeIdentifier)
+        hasher.combine(frameworkVersion)
+        hasher.combine(version?.name)
+        hasher.combine(version?.version)
+        hasher.combine(filters)
+        hasher.combine(externalDataThreshold)
+        hasher.combine(consistentSnapshot)
+        hasher.combine(leavingOut)
     }
 }
 
@@ -57,6 +96,11 @@ public struct CoreDataExportReport: Sendable {
     public var objects: [String: Int]
     /// Rows written into many-to-many join tables.
     public var joinRows: Int
+    /// Binary values written to files in `.<store name>_SUPPORT/_EXTERNAL_DATA/`.
+    public var externalFiles: Int
+    /// Entities of the model the objects are in that the version written lacks: their objects
+    /// are left out.
+    public var entitiesLeftOut: [String]
     /// Wall-clock time.
     public var seconds: Double
     /// The history token of the snapshot the file holds (see
@@ -65,9 +109,10 @@ public struct CoreDataExportReport: Sendable {
     public var historyToken: HistoryToken? = nil
 }
 
-/// Writes a single-file SQLite store in Core Data's own format for a model (the one its objects
-/// are in), holding every object a ``StoreCoordinator`` reads: the store an app bundles, opened by
-/// Core Data as it is.
+/// Writes a single-file SQLite store in Core Data's own format for a model version (the one its
+/// objects are in, or ``CoreDataExportOptions/version``), holding the objects a
+/// ``StoreCoordinator`` reads (those ``CoreDataExportOptions/filters`` keep): the store an app
+/// bundles, opened by Core Data as it is.
 ///
 /// What it holds (see `CoreDataLayout` for the names): `Z_PRIMARYKEY` with Core Data's entity
 /// numbers, parents and last primary keys; `Z_METADATA` with the store UUID and a binary property
@@ -75,16 +120,24 @@ public struct CoreDataExportReport: Sendable {
 /// ``ObjectModel/coreDataVersionHashes``), their digest and checksum,
 /// `NSStoreModelVersionHashesVersion` 3, `NSStoreModelVersionIdentifiers`,
 /// `NSPersistenceFrameworkVersion` and `_NSAutoVacuumLevel`; one table per hierarchy, the join
-/// table of each many-to-many, `Z_FOK_` positions of ordered relationships, and the indexes. It
-/// writes no `Z_MODELCACHE` (Core Data's compressed archive of the model). Primary keys are kept
-/// where they are unique within a hierarchy (objects of one store) and renumbered otherwise.
+/// table of each many-to-many, `Z_FOK_` positions of ordered relationships, and the indexes.
+/// Values are encoded as Core Data encodes them (see `CoreDataExportValues`): Transformable values
+/// as keyed archives, large Binary values of attributes that allow external storage in files of
+/// `.<store name>_SUPPORT/_EXTERNAL_DATA/` beside the store. It writes no `Z_MODELCACHE` (Core
+/// Data's compressed archive of the model, which stores Core Data wrote also go without). Primary
+/// keys are kept where they are unique within a hierarchy (objects of one store) and renumbered
+/// otherwise.
 ///
-/// The file is built beside the target under a temporary name in rollback-journal mode and renamed
-/// into place when complete, so a failure leaves no partial store.
+/// The file (and its external data) is built beside the target under a temporary name in
+/// rollback-journal mode and renamed into place when complete, so a failure, a refusal among
+/// them, leaves no partial store.
 public enum CoreDataExporter {
-    /// Exports every object `coordinator` reads into a Core Data store at `url`.
+    /// Exports the objects `coordinator` reads into a Core Data store at `url`.
     /// - Throws: ``StoreError``: `.duplicateStore` when `url` exists and `options.overwrite` is
-    ///   off, `.io` when the file cannot be written, errors of the reads.
+    ///   off, `.invalidRequest` for objects the store cannot represent (a required relationship to
+    ///   an object left out, an attribute the version requires and the data lacks, a value of a
+    ///   transformer whose format Strata cannot write), `.io` when the file cannot be written,
+    ///   errors of the reads.
     public static func export(
         model: ObjectModel, coordinator: StoreCoordinator, to url: URL,
         options: CoreDataExportOptions = CoreDataExportOptions()
@@ -108,13 +161,19 @@ public enum CoreDataExporter {
         model: ObjectModel, coordinator: StoreCoordinator, to url: URL, options: CoreDataExportOptions
     ) throws(StoreError) -> CoreDataExportReport {
         let started = Date()
-        let layout = CoreDataLayout(model: model)
+        let target = options.version ?? model
+        let mapping = CoreDataExportMapping(source: model, target: target)
+        let layout = CoreDataLayout(model: target)
         var objects = try CoreDataExportObjects(
-            model: model, layout: layout, coordinator: coordinator, leavingOut: options.leavingOut)
+            mapping: mapping, layout: layout, coordinator: coordinator, filters: options.filters,
+            leavingOut: options.leavingOut)
         objects.progress = options.progress?.report
         let identifier = options.storeIdentifier ?? UUID().uuidString
         let folder = url.deletingLastPathComponent()
         let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).export-\(UUID().uuidString)")
+        var values = CoreDataExportValues(
+            externalFolder: temporary.appendingPathExtension("external"),
+            externalThreshold: options.externalDataThreshold)
         var joinRows = 0
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -124,30 +183,57 @@ public enum CoreDataExporter {
             try db.execute("BEGIN IMMEDIATE")
             for statement in layout.statements { try db.execute(statement) }
             try writeMetadata(
-                db, model: model, layout: layout, objects: objects, identifier: identifier, options: options)
-            for hierarchy in layout.hierarchies { try objects.writeRows(of: hierarchy, into: db) }
+                db, model: target, layout: layout, objects: objects, identifier: identifier, options: options)
+            for hierarchy in layout.hierarchies { try objects.writeRows(of: hierarchy, into: db, values: &values) }
             for join in layout.joins { joinRows += try objects.writeJoin(join, into: db) }
             try db.execute("COMMIT")
         } catch {
-            removeFiles(of: temporary)
+            removeFiles(of: temporary, external: values.externalFolder)
             if let error = error as? StoreError { throw error }
             throw StoreError(.io, "cannot write the Core Data store: \(error)", storeURL: url)
         }
-        guard rename(temporary.path, url.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            removeFiles(of: temporary)
-            throw StoreError(.io, "cannot move the exported store into place: \(reason)", storeURL: url)
-        }
+        try moveIntoPlace(temporary, external: values.externalFiles > 0 ? values.externalFolder : nil, to: url)
         return CoreDataExportReport(
             url: url, storeIdentifier: identifier, objects: objects.counts, joinRows: joinRows,
+            externalFiles: values.externalFiles, entitiesLeftOut: mapping.unmappedSourceEntities,
             seconds: Date().timeIntervalSince(started))
     }
 
-    /// Removes a store being built, with its rollback journal.
-    private static func removeFiles(of url: URL) {
+    /// The external data folder of the store at `url`: `.<store name>_SUPPORT/_EXTERNAL_DATA`.
+    public static func externalDataFolder(of url: URL) -> URL {
+        CoreDataValues(storeURL: url).externalDataFolder
+    }
+
+    /// Renames the store built at `temporary` (and its external data, if any) into place: the
+    /// external data replaces the `_EXTERNAL_DATA` folder of a store at `url` (which belongs to
+    /// the store replaced), then the store replaces the file.
+    private static func moveIntoPlace(_ temporary: URL, external: URL?, to url: URL) throws(StoreError) {
+        let folder = externalDataFolder(of: url)
+        do {
+            if FileManager.default.fileExists(atPath: folder.path) { try FileManager.default.removeItem(at: folder) }
+            if let external {
+                try FileManager.default.createDirectory(
+                    at: folder.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try FileManager.default.moveItem(at: external, to: folder)
+            }
+        } catch {
+            removeFiles(of: temporary, external: external)
+            throw StoreError(.io, "cannot move the external data into \(folder.path): \(error)", storeURL: url)
+        }
+        guard rename(temporary.path, url.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            removeFiles(of: temporary, external: external)
+            if external != nil { try? FileManager.default.removeItem(at: folder) }
+            throw StoreError(.io, "cannot move the exported store into place: \(reason)", storeURL: url)
+        }
+    }
+
+    /// Removes a store being built, with its rollback journal and external data.
+    private static func removeFiles(of url: URL, external: URL?) {
         for suffix in ["", "-journal", "-wal", "-shm"] {
             try? FileManager.default.removeItem(atPath: url.path + suffix)
         }
+        if let external { try? FileManager.default.removeItem(at: external) }
     }
 
     /// `Z_PRIMARYKEY` and `Z_METADATA`.

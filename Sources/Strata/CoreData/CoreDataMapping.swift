@@ -7,6 +7,8 @@ import Foundation
 /// - one table `Z<ROOT>` per inheritance hierarchy, rows told apart by `Z_ENT`;
 /// - a column `Z<NAME>` per attribute and to-one relationship; when sibling entities declare the
 ///   same name, the later ones (by entity number) get `Z<NAME>1`, `Z<NAME>2`, ...;
+/// - a composite attribute: a column per leaf element, named after the element alone
+///   (`Z<ELEMENT>`, numbered the same way when the name is taken);
 /// - an ordered to-many whose inverse is a to-one: the inverse's column and `Z_FOK_<INVERSE>`;
 /// - a many-to-many: a table `Z_<n><RELATIONSHIP>` with a column `Z_<m><R>` (plus a suffix on a
 ///   clash) holding the destinations of each side's relationship `R` (m = the destination's
@@ -25,6 +27,17 @@ struct CoreDataMapping {
         var attributes: [String: [String: Int]]
         /// For each entity: to-one relationship name → index into `columns`.
         var toOne: [String: [String: Int]]
+        /// For each entity: composite attribute name → its leaf elements' columns (Core Data keeps a
+        /// composite in one column per leaf element), each with its key path below the attribute.
+        var composites: [String: [String: [CompositeColumn]]] = [:]
+    }
+
+    /// One leaf element of a composite attribute and the column holding it.
+    struct CompositeColumn {
+        var path: [String]
+        var element: AttributeDescription
+        /// Index into the table's `columns`.
+        var index: Int
     }
 
     /// How to read the pairs of one Strata join table from the Core Data store.
@@ -90,11 +103,19 @@ struct CoreDataMapping {
         var columnOf: [String: [String: String]] = [:]  // declaring entity → property → column
         for entity in family {
             guard let description = model.entity(named: entity) else { continue }
+            // A composite's leaf elements each take a column named after the element alone
+            // (`ZCITY` for `address.city`), numbered like any other on a clash.
             let own =
-                description.attributes.map { ($0.name, $0.renamedFrom) }
-                + description.relationships.filter { !$0.isToMany }.map { ($0.name, $0.renamedFrom) }
-            for (property, previous) in own {
-                var base = CoreDataNaming.column(property)
+                description.attributes.flatMap { attribute in
+                    attribute.isComposite
+                        ? attribute.compositeLeaves.map { leaf in
+                            (([attribute.name] + leaf.path).joined(separator: "."), leaf.element.name, nil as String?)
+                        }
+                        : [(attribute.name, attribute.name, attribute.renamedFrom)]
+                }
+                + description.relationships.filter { !$0.isToMany }.map { ($0.name, $0.name, $0.renamedFrom) }
+            for (property, columnName, previous) in own {
+                var base = CoreDataNaming.column(columnName)
                 // A renamed property's column may keep its old name.
                 if !available.contains(base), let previous, available.contains(CoreDataNaming.column(previous)) {
                     base = CoreDataNaming.column(previous)
@@ -128,8 +149,18 @@ struct CoreDataMapping {
             columns.append(column)
             return columns.count - 1
         }
+        var composites: [String: [String: [CompositeColumn]]] = [:]
         for entity in family {
-            for attribute in model.attributes(of: entity) {
+            for attribute in model.attributes(of: entity) where attribute.isComposite {
+                guard let declaring = model.declaringEntity(of: attribute.name, in: entity) else { continue }
+                composites[entity, default: [:]][attribute.name] = attribute.compositeLeaves.compactMap { leaf in
+                    let key = ([attribute.name] + leaf.path).joined(separator: ".")
+                    return columnOf[declaring]?[key].map {
+                        CompositeColumn(path: leaf.path, element: leaf.element, index: index(of: $0))
+                    }
+                }
+            }
+            for attribute in model.attributes(of: entity) where !attribute.isComposite {
                 guard let declaring = model.declaringEntity(of: attribute.name, in: entity),
                     let column = columnOf[declaring]?[attribute.name]
                 else { continue }
@@ -144,7 +175,9 @@ struct CoreDataMapping {
         }
         var entityByNumber: [Int: String] = [:]
         for entity in family { entityByNumber[numbers[entity]!] = entity }
-        return Table(name: name, entityByNumber: entityByNumber, columns: columns, attributes: attributes, toOne: toOne)
+        return Table(
+            name: name, entityByNumber: entityByNumber, columns: columns, attributes: attributes, toOne: toOne,
+            composites: composites)
     }
 
     /// A column of `columns` named `base` or `base` plus digits.
@@ -233,5 +266,35 @@ struct CoreDataMapping {
             "\(label): no join table of the store holds it (looked for \(predicted.joined(separator: " or ")) with a column \(targetColumnBase)); the relationship is left empty"
         )
         return nil
+    }
+}
+
+extension CoreDataMapping.Table {
+    /// The Strata value of attribute `name` of an `entity` row (`Z_PK`, `Z_ENT`, `Z_OPT`, then
+    /// `columns`), nil when the store has no column for it. A composite is put together from its
+    /// elements' columns: nil when none of them holds a value.
+    func value(
+        of name: String, _ attribute: AttributeDescription, entity: String, row: [SQLiteValue],
+        values: inout CoreDataValues
+    ) -> AttributeValue? {
+        guard attribute.isComposite else {
+            return attributes[entity]?[name].map { values.decode(row[$0 + 3], attribute, entity: entity) }
+        }
+        guard let leaves = composites[entity]?[name], !leaves.isEmpty else { return nil }
+        var object = JSONValue.null
+        var any = false
+        for leaf in leaves {
+            let value = values.decode(row[leaf.index + 3], leaf.element, entity: "\(entity).\(name)")
+            any = any || !value.isNull
+            object = Self.setting(value.json, at: leaf.path[...], in: object)
+        }
+        return any ? .json(object) : .null
+    }
+
+    private static func setting(_ value: JSONValue, at path: ArraySlice<String>, in object: JSONValue) -> JSONValue {
+        guard let key = path.first else { return value }
+        var members = object.objectValue ?? [:]
+        members[key] = setting(value, at: path.dropFirst(), in: members[key] ?? .null)
+        return .object(members)
     }
 }

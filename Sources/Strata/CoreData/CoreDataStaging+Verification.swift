@@ -125,8 +125,10 @@ extension CoreDataStagingWriter {
         if case .integer(let opt) = row[2], opt > 0 { version = opt }
         var line: [SQLiteValue] = [row[0], .integer(version)]
         for name in plan.layout.names {
-            if let attribute = model.attribute(name, of: entity), let index = table.attributes[entity]?[name] {
-                line.append(SQLiteSchema.encode(values.decode(row[index + 3], attribute, entity: entity)))
+            if let attribute = model.attribute(name, of: entity),
+                let value = table.value(of: name, attribute, entity: entity, row: row, values: &values)
+            {
+                line.append(SQLiteSchema.encode(value))
             } else {
                 line.append(.null)
             }

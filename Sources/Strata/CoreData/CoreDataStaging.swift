@@ -145,12 +145,13 @@ struct CoreDataStagingWriter {
                 if case .integer(let opt) = row[2], opt > 0 { version = opt }
                 var arguments: [SQLiteValue] = [.integer(pk), .text(entity), .integer(version)]
                 for name in plan.layout.names {
-                    guard let attribute = model.attribute(name, of: entity), let index = table.attributes[entity]?[name]
+                    guard let attribute = model.attribute(name, of: entity),
+                        let value = table.value(of: name, attribute, entity: entity, row: row, values: &values)
                     else {
                         arguments.append(.null)
                         continue
                     }
-                    arguments.append(SQLiteSchema.encode(values.decode(row[index + 3], attribute, entity: entity)))
+                    arguments.append(SQLiteSchema.encode(value))
                 }
                 for (_, info) in plan.foreignKeys {
                     if let index = table.toOne[entity]?[info.name], case .integer(let key) = row[index + 3] {

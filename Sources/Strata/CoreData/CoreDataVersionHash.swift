@@ -7,6 +7,7 @@ import Foundation
 ///
 ///     property     = SHA256(name ‖ u16le(1·optional | 2·transient | 4·readOnly) ‖ modifier?)
 ///     attribute    = SHA256(property ‖ u32le(type code) ‖ [01 external storage] ‖ [01 preserved])
+///     composite    = SHA256(Σ its leaf elements' attribute hashes, by name)
 ///     relationship = SHA256(property ‖ destination ‖ inverse? ‖ u32le(maxCount) ‖ u32le(minCount)
 ///                           ‖ [u16le(1) ordered])
 ///     entity       = SHA256(name ‖ u8(abstract) ‖ parent's hash? ‖ Σ properties' hashes by name
@@ -55,6 +56,14 @@ extension ObjectModel {
     }
 
     static func coreDataHash(_ attribute: AttributeDescription) -> [UInt8] {
+        if attribute.isComposite {
+            // NSCompositeAttributeDescription's hash is its leaf elements' hashes alone, by name.
+            var hasher = SHA256()
+            for (_, element) in attribute.compositeLeaves.sorted(by: { compare($0.element.name, $1.element.name) }) {
+                hasher.update(coreDataHash(element))
+            }
+            return hasher.finalize()
+        }
         var inner = propertyHash(
             name: attribute.name, optional: attribute.isOptional, modifier: attribute.versionHashModifier)
         var hasher = SHA256()

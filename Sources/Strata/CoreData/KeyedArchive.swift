@@ -132,3 +132,61 @@ enum KeyedArchive {
         }
     }
 }
+
+extension KeyedArchive {
+    /// The `NSKeyedArchiver` archive of a JSON value, as Core Data's default transformer
+    /// (`NSSecureUnarchiveFromData`) reads it: strings, numbers and Booleans as themselves, null as
+    /// `NSNull`, arrays as `NSArray`, objects as `NSDictionary` with string keys, every one of
+    /// them a class that transformer allows. Objects are numbered as `NSKeyedArchiver` numbers them:
+    /// `$null` first, each object before what it holds, each class after the first object of it.
+    static func encode(_ value: JSONValue) -> Data {
+        var encoder = Encoder()
+        let root = encoder.add(value)
+        let archive: PropertyListValue = .dictionary([
+            "$version": .integer(100_000), "$archiver": .string("NSKeyedArchiver"),
+            "$top": .dictionary(["root": .uid(root)]), "$objects": .array(encoder.objects),
+        ])
+        return BinaryPropertyList.serialize(archive)
+    }
+
+    private struct Encoder {
+        var objects: [PropertyListValue] = [.string("$null")]
+        var classes: [String: Int] = [:]
+
+        mutating func classReference(_ name: String) -> PropertyListValue {
+            if let known = classes[name] { return .uid(known) }
+            objects.append(
+                .dictionary(["$classname": .string(name), "$classes": .array([.string(name), .string("NSObject")])]))
+            classes[name] = objects.count - 1
+            return .uid(objects.count - 1)
+        }
+
+        /// The number of `value`'s object in `$objects`.
+        mutating func add(_ value: JSONValue) -> Int {
+            let index = objects.count
+            switch value {
+            case .string(let text): objects.append(.string(text))
+            case .integer(let number): objects.append(.integer(number))
+            case .double(let number): objects.append(.real(number))
+            case .bool(let flag): objects.append(.bool(flag))
+            case .null:
+                objects.append(.null)
+                objects[index] = .dictionary(["$class": classReference("NSNull")])
+            case .array(let items):
+                objects.append(.null)
+                let members = items.map { PropertyListValue.uid(add($0)) }
+                objects[index] = .dictionary(["NS.objects": .array(members), "$class": classReference("NSArray")])
+            case .object(let members):
+                objects.append(.null)
+                let keys = members.keys.sorted(by: ObjectModel.compare)
+                let keyObjects = keys.map { PropertyListValue.uid(add(.string($0))) }
+                let valueObjects = keys.map { PropertyListValue.uid(add(members[$0]!)) }
+                objects[index] = .dictionary([
+                    "NS.keys": .array(keyObjects), "NS.objects": .array(valueObjects),
+                    "$class": classReference("NSDictionary"),
+                ])
+            }
+            return index
+        }
+    }
+}

@@ -51,16 +51,16 @@ public struct MigrationObject: Sendable, Hashable {
     public var entity: String
     /// Whether it is a destination object.
     public var isDestination: Bool
-    let key: SQLiteMappingMigrator.Key
+    let key: MappingRun.Key
 }
 
 /// The running migration of one mapping step, as a policy sees it (Core Data's
 /// `NSMigrationManager`): source objects to read, destination objects to make and set, and which
 /// destination objects each entity mapping made of which source objects.
 public final class MigrationManager {
-    let builder: SQLiteMappingMigrator.Builder
+    let builder: MappingRun.Builder
 
-    init(_ builder: SQLiteMappingMigrator.Builder) { self.builder = builder }
+    init(_ builder: MappingRun.Builder) { self.builder = builder }
 
     /// The source objects of `entity` (that entity exactly, not its subentities).
     public func sourceObjects(of entity: String) -> [MigrationObject] {
@@ -74,7 +74,7 @@ public final class MigrationManager {
         guard let holder, let entity = builder.graph.objects[holder]?.entity,
             let attribute = builder.step.old.attribute(path.last ?? "", of: entity)
         else { return .null }
-        return SQLiteMappingMigrator.decode(
+        return MappingRun.decode(
             builder.graph.objects[holder]?.values[attribute.name] ?? .null, attribute.type)
     }
 
@@ -110,14 +110,14 @@ public final class MigrationManager {
     /// The value of attribute `name` of a destination object.
     public func destinationValue(_ name: String, of object: MigrationObject) -> AttributeValue {
         guard let attribute = builder.step.new.attribute(name, of: object.entity) else { return .null }
-        return SQLiteMappingMigrator.decode(
+        return MappingRun.decode(
             builder.objects[object.key]?.values[attribute.columnName] ?? .null, attribute.type)
     }
 
     /// Sets attribute `name` of a destination object.
     public func setValue(_ value: AttributeValue, _ name: String, of object: MigrationObject) throws {
         guard let attribute = builder.step.new.attribute(name, of: object.entity) else {
-            throw SQLiteMappingMigrator.failure("\(object.entity) has no attribute '\(name)'")
+            throw MappingRun.failure("\(object.entity) has no attribute '\(name)'")
         }
         builder.objects[object.key]?.values[attribute.columnName] = SQLiteSchema.encode(value)
     }
@@ -125,7 +125,7 @@ public final class MigrationManager {
     /// Adds `targets` to relationship `name` of a destination object (replaces a to-one's).
     public func relate(_ object: MigrationObject, _ name: String, to targets: [MigrationObject]) throws {
         guard builder.step.new.relationship(name, of: object.entity) != nil else {
-            throw SQLiteMappingMigrator.failure("\(object.entity) has no relationship '\(name)'")
+            throw MappingRun.failure("\(object.entity) has no relationship '\(name)'")
         }
         try builder.link(object.key, name, targets.map(\.key), mappingName: "a migration policy")
     }
@@ -145,7 +145,7 @@ public final class MigrationManager {
         try builder.setRelationships(of: destination.key, from: source, mapping: mapping)
     }
 
-    private func destination(_ key: SQLiteMappingMigrator.Key) -> MigrationObject {
+    private func destination(_ key: MappingRun.Key) -> MigrationObject {
         MigrationObject(entity: builder.objects[key]?.entity ?? "", isDestination: true, key: key)
     }
 }

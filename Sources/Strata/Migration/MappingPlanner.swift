@@ -226,23 +226,34 @@ enum MappingPlanner {
 }
 
 extension MigrationPlan {
-    /// The plan with every step that one of `mappings` describes (the step's source and
-    /// destination model names are the mapping's) planned from that mapping instead of inferred.
-    /// An entity mapping naming a custom policy class runs the policy registered under that name
-    /// in `policies`, and is refused when there is none.
+    /// The plan with the steps of `mappings` that lie between the store's version and the model
+    /// (see ``MigrationPlanner/segments(from:to:history:mappings:configuration:)``): each mapping
+    /// model's step, from its source version to its destination version (named by the
+    /// `.xcdatamodel` names), with one inferred step from the store's version to the first, from
+    /// each to the next and from the last to the model. An entity mapping naming a custom policy
+    /// class runs the policy registered under that name in `policies`, and is refused when there
+    /// is none.
     public func using(_ mappings: [MappingModel], policies: [String: any EntityMigrationPolicy] = [:])
         -> MigrationPlan
     {
-        guard !mappings.isEmpty else { return self }
+        guard !mappings.isEmpty, let origin, let target else { return self }
+        let segments = MigrationPlanner.segments(
+            from: origin, to: target, history: history, mappings: mappings, configuration: configuration)
         var plan = self
-        plan.steps = steps.map { step in
-            guard
-                let mapping = mappings.first(where: {
-                    $0.sourceModelName == step.old.name && $0.destinationModelName == step.new.name
-                })
-            else { return step }
+        plan.steps = segments.map { segment in
+            let oldEntities = segment.old.entityNames(inConfiguration: configuration) ?? []
+            let newEntities = segment.new.entityNames(inConfiguration: configuration) ?? []
+            guard let mapping = segment.mapping else {
+                // The inferred step planned already (its data checked) when it is the same one.
+                if let same = steps.first(where: {
+                    $0.mappingModel == nil && $0.old == segment.old && $0.new == segment.new
+                }) {
+                    return same
+                }
+                return MigrationPlanner.step(from: segment.old, to: segment.new, configuration: configuration)
+            }
             return MappingPlanner.step(
-                mapping, old: step.old, new: step.new, oldEntities: step.oldEntities, newEntities: step.newEntities,
+                mapping, old: segment.old, new: segment.new, oldEntities: oldEntities, newEntities: newEntities,
                 policies: policies)
         }
         return plan

@@ -27,6 +27,8 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
         case widenType
         /// A numeric type changed to another (integers of any width, `double`, `float`, `decimal`):
         /// values are converted, and the migration is refused when one does not fit the new type.
+        /// A `boolean` becomes 1 or 0 of a numeric type, and a number becomes a `boolean` as
+        /// `NSNumber.boolValue` reads it (zero is false, anything else true).
         case convertType
         /// A new relationship, empty for existing objects.
         case addRelationship
@@ -36,12 +38,28 @@ public struct MigrationChange: Sendable, Hashable, CustomStringConvertible {
         case renameRelationship
         /// A required to-one relationship that became optional.
         case makeRelationshipOptional
-        /// A to-one relationship that became to-many, whose links the join table it shares with
-        /// its inverse (an ordered to-many) already holds: they are kept.
+        /// A to-one relationship that became to-many: each object's destination becomes its single
+        /// member (in a join table when its inverse is to-many or it has none).
         case makeToMany
         /// A to-many relationship that became to-one: each object's single member becomes its
         /// destination (none: nil); the migration is refused when an object has more than one.
         case makeToOne
+        /// An unordered to-many relationship that became ordered: each object's members are ordered
+        /// by their primary keys (Core Data makes an ordered set of an unordered one, whose order
+        /// it does not define).
+        case makeOrdered
+        /// An ordered to-many relationship that became unordered: its members are kept, their
+        /// order dropped.
+        case makeUnordered
+        /// A relationship whose destination entity changed: links to objects that become objects
+        /// of the new destination (the old one renamed, or an entity of its hierarchy that is
+        /// kind of the new one) are kept, the others dropped, as Core Data's inferred mapping
+        /// gives a relationship the objects its old members become.
+        case changeDestination
+        /// A to-many relationship that gained a new to-one inverse, through whose column it is
+        /// read: its links fill that column; the migration is refused when an object is a member
+        /// of more than one object's (a to-one holds one).
+        case gainInverse
         /// A new index.
         case addIndex
         /// An index the new model no longer has.
@@ -82,21 +100,19 @@ public struct MigrationRefusal: Sendable, Hashable, CustomStringConvertible {
     /// Why the change cannot be migrated.
     public enum Kind: String, Sendable, Hashable {
         /// An attribute's type changed to one that Core Data's inferred mappings do not convert
-        /// (anything but numeric to numeric): a mapping model is needed.
+        /// (anything but numeric, Boolean included, to numeric): a mapping model is needed.
         case typeChange
         /// A required attribute was added with no default value.
         case requiredWithoutDefault
         /// A to-one relationship was added as required, or made required.
         case requiredRelationship
-        /// A relationship changed its destination, from to-one to to-many (outside the join table
-        /// its inverse kept), its ordering, or how it is stored.
+        /// A relationship whose contents its new storage cannot take: a to-many read through an
+        /// inverse's column that is not its old inverse's.
         case relationshipShape
         /// An entity changed its parent entity.
         case parentChange
         /// A concrete entity became abstract.
         case madeAbstract
-        /// A `renamedFrom` names nothing in the store's model.
-        case unresolvedRename
         /// The store's configuration is missing from a model version.
         case configurationMissing
         /// The store's model cannot be told (no recorded model and no matching version in the history).
@@ -137,7 +153,8 @@ public struct MigrationRefusal: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// One step of a migration: from one model version to the next.
+/// One step of a migration: inferred from the store's version to the model (or between mapping
+/// models' versions), or given by a mapping model from its source version to its destination.
 public struct MigrationStep: Sendable {
     /// The version identifier of the model the step starts from.
     public var fromVersion: String?
@@ -175,6 +192,22 @@ enum MigrationCheck: Sendable, Hashable {
     /// `oldEntity`, which becomes to-one `relationship`; the pairs are kept in temporary table
     /// ``membersTable(entity:relationship:)`` for the copy.
     case atMostOneMember(entity: String, relationship: String, oldEntity: String, oldRelationship: String)
+    /// Every object of `entity` is a member of at most one object's old to-many `oldRelationship`
+    /// of `oldEntity`, whose links fill new to-one `relationship` (the new inverse of that
+    /// to-many); the pairs, turned around, are kept in ``membersTable(entity:relationship:)``.
+    case atMostOneOwner(entity: String, relationship: String, oldEntity: String, oldRelationship: String)
+
+    /// The members table a check fills: (entity, relationship, old entity, old relationship,
+    /// whether the old pairs are turned around); nil for a check that fills none.
+    var members: (entity: String, relationship: String, oldEntity: String, oldRelationship: String, reversed: Bool)? {
+        switch self {
+        case .atMostOneMember(let entity, let relationship, let oldEntity, let oldRelationship):
+            (entity, relationship, oldEntity, oldRelationship, false)
+        case .atMostOneOwner(let entity, let relationship, let oldEntity, let oldRelationship):
+            (entity, relationship, oldEntity, oldRelationship, true)
+        case .hasValue, .fits: nil
+        }
+    }
 
     /// The temporary table holding the (owner, member) pairs of a to-many becoming to-one.
     static func membersTable(entity: String, relationship: String) -> String {
@@ -194,10 +227,17 @@ public struct MigrationPlan: Sendable {
     public var storeURL: URL?
     /// The store's configuration (nil: every entity).
     public var configuration: String?
-    /// The steps, in order; several when a model history is given.
+    /// The steps, in order: one inferred step from the store's version to the model, or, with
+    /// mapping models (``using(_:policies:)``), each mapping model's step and inferred steps between.
     public var steps: [MigrationStep]
     /// Problems that are not about one step (no recorded model, a downgrade, …).
     public var globalRefusals: [MigrationRefusal]
+    /// The model the store was written with, when it needs migrating.
+    var origin: ObjectModel? = nil
+    /// The model the store is opened with.
+    var target: ObjectModel? = nil
+    /// The model versions given, in the order that places mapping models between the two.
+    var history: [ObjectModel] = []
 
     /// Every refusal: the global ones, then each step's.
     public var refusals: [MigrationRefusal] { globalRefusals + steps.flatMap(\.refusals) }
@@ -272,4 +312,16 @@ struct MigrationMapping: Sendable {
     var relationships: [String: [String: String?]] = [:]
     /// Whether objects of some old entity are deleted (so references to them must be cleared).
     var removesObjects = false
+    /// The new to-one relationships (by the entity that declares them) filled from the old links
+    /// of the to-many they are the new inverse of, through a members table.
+    var inverseFills: Set<Link> = []
+    /// The relationships (by the entity that declares them) whose destination changed, keeping
+    /// only the links to objects of the new destination: the others are cleared after the copy.
+    var destinationFilters: Set<Link> = []
+
+    /// A relationship of an entity.
+    struct Link: Sendable, Hashable {
+        var entity: String
+        var relationship: String
+    }
 }

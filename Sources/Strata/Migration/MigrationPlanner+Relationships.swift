@@ -16,8 +16,8 @@ extension MigrationPlanner {
                 if versions.planAdded(relationship, collector: &collector) { sources[relationship.name] = .some(nil) }
                 continue
             }
-            sources[relationship.name] = .some(previousName)
-            versions.planKept(relationship, from: previous, mapping: mapping, collector: &collector)
+            let kept = versions.planKept(relationship, from: previous, mapping: &mapping, collector: &collector)
+            sources[relationship.name] = .some(kept ? previousName : nil)
         }
         versions.planRemoved(mapping: mapping, collector: &collector)
         mapping.relationships[name] = sources
@@ -50,24 +50,12 @@ extension MigrationPlanner {
         /// seen from every subentity, and reported once).
         func place(of relationship: String) -> String { new.declaringEntity(of: relationship, in: name) ?? name }
 
-        /// A relationship with no match in the old version. A renaming identifier that names
-        /// nothing there, while an old relationship goes unmatched, means versions were skipped;
+        /// A relationship with no match in the old version (a renaming identifier that names
+        /// nothing there too, as Core Data's inferred mappings match renaming identifiers only):
         /// a required to-one has nothing to point to; anything else is new and empty.
         /// - Returns: whether it is added.
         func planAdded(_ relationship: RelationshipDescription, collector: inout Collector) -> Bool {
             let place = place(of: relationship.name)
-            if let previous = relationship.renamedFrom, old.relationship(previous, of: oldName) == nil,
-                old.relationship(relationship.name, of: oldName) == nil,
-                !oldRelationships.contains(where: { ($0.renamedFrom ?? $0.name) == previous }),
-                oldRelationships.contains(where: { !Set(matched.values).contains($0.name) })
-            {
-                collector.refuse(
-                    MigrationRefusal(
-                        .unresolvedRename, entity: place, property: relationship.name,
-                        "is renamed from '\(previous)', which '\(oldName)' does not have in the store's model (version \(old.version ?? "?")); migrate through the versions in between (give the model history)"
-                    ))
-                return false
-            }
             if !relationship.isToMany && !relationship.isOptional {
                 collector.refuse(
                     MigrationRefusal(
@@ -84,124 +72,150 @@ extension MigrationPlanner {
             return true
         }
 
-        /// A relationship matched to `previous`: its renaming, the changes of shape that refuse
-        /// the migration, and a change of optionality.
+        /// A relationship matched to `previous`: its renaming, its changes of shape (to-one or
+        /// to-many, ordering, destination), what of them refuses the migration, and a change of
+        /// optionality.
+        /// - Returns: whether its links are carried over (false: it starts empty, as a relationship
+        ///   whose old destination's objects none become objects of its new destination).
         func planKept(
             _ relationship: RelationshipDescription, from previous: RelationshipDescription,
-            mapping: MigrationMapping, collector: inout Collector
-        ) {
+            mapping: inout MigrationMapping, collector: inout Collector
+        ) -> Bool {
             let place = place(of: relationship.name)
-            if previous.name != relationship.name {
-                collector.change(
-                    MigrationChange(
-                        .renameRelationship, entity: place, property: relationship.name,
-                        "renamed from '\(previous.name)'; its contents are kept"))
+            func change(_ kind: MigrationChange.Kind, _ message: String) {
+                collector.change(MigrationChange(kind, entity: place, property: relationship.name, message))
             }
-            if linksCarryOver(relationship, from: previous) {
-                collector.change(
-                    MigrationChange(
-                        .makeToMany, entity: place, property: relationship.name,
-                        "becomes to-many; the links its inverse's join table holds are kept"))
+            if previous.name != relationship.name {
+                change(.renameRelationship, "renamed from '\(previous.name)'; its contents are kept")
+            }
+            let kept = planDestination(relationship, from: previous, mapping: &mapping, collector: &collector)
+            if !previous.isToMany && relationship.isToMany {
+                change(.makeToMany, "becomes to-many; each object's destination becomes its single member")
             }
             if previous.isToMany && !relationship.isToMany {
-                collector.change(
-                    MigrationChange(
-                        .makeToOne, entity: place, property: relationship.name,
-                        "becomes to-one; each object's single member is kept (none: nil), and the migration is refused if an object has more than one"
-                    ))
+                change(
+                    .makeToOne,
+                    "becomes to-one; each object's single member is kept (none: nil), and the migration is refused if an object has more than one"
+                )
                 collector.check(
                     .atMostOneMember(
                         entity: place, relationship: relationship.name,
                         oldEntity: old.declaringEntity(of: previous.name, in: oldName) ?? oldName,
                         oldRelationship: previous.name))
+            } else if previous.isToMany && previous.isOrdered != relationship.isOrdered {
+                change(
+                    relationship.isOrdered ? .makeOrdered : .makeUnordered,
+                    relationship.isOrdered
+                        ? "becomes ordered; each object's members are ordered by their primary keys"
+                        : "stops being ordered; its members are kept and their order is dropped")
             }
-            let problems = shapeChanges(relationship, from: previous, mapping: mapping)
-            if !problems.isEmpty {
-                collector.refuse(
-                    MigrationRefusal(
-                        .relationshipShape, entity: place, property: relationship.name,
-                        problems.joined(separator: "; ") + "; a lightweight migration cannot map its contents"))
+            if kept, let problem = linksAreLost(relationship, from: previous, mapping: mapping) {
+                if let inverse = newInverseToFill(relationship, mapping: mapping) {
+                    change(
+                        .gainInverse,
+                        "gains the to-one inverse '\(inverse.relationship)', whose column its links fill; the migration is refused if an object is a member of more than one"
+                    )
+                    mapping.inverseFills.insert(inverse)
+                    collector.check(
+                        .atMostOneOwner(
+                            entity: inverse.entity, relationship: inverse.relationship,
+                            oldEntity: old.declaringEntity(of: previous.name, in: oldName) ?? oldName,
+                            oldRelationship: previous.name))
+                } else {
+                    collector.refuse(
+                        MigrationRefusal(
+                            .relationshipShape, entity: place, property: relationship.name,
+                            problem + "; a lightweight migration cannot map its contents"))
+                }
             }
-            guard !relationship.isToMany else { return }
+            guard !relationship.isToMany else { return kept }
             if previous.isOptional && !relationship.isOptional {
                 collector.refuse(
                     MigrationRefusal(
                         .requiredRelationship, entity: place, property: relationship.name,
                         "becomes a required to-one relationship; objects without one have nothing to point to"))
             } else if !previous.isOptional && relationship.isOptional {
+                change(.makeRelationshipOptional, "becomes optional")
+            }
+            return kept
+        }
+
+        /// A destination that changes: Core Data's inferred mapping gives the relationship the
+        /// objects its old members become, which it keeps where they are objects of the new
+        /// destination (the old destination renamed, or an entity of its hierarchy that is kind
+        /// of the new one) and drops otherwise.
+        /// - Returns: whether any link can be kept.
+        func planDestination(
+            _ relationship: RelationshipDescription, from previous: RelationshipDescription,
+            mapping: inout MigrationMapping, collector: inout Collector
+        ) -> Bool {
+            // The entities the old members become in this store (an entity removed takes its
+            // objects, and the links to them, with it).
+            let members = old.entityNames.filter { old.entity($0, isKindOf: previous.destination) }
+            let becoming = members.compactMap { member in mapping.entities.first { $0.value == member }?.key }
+            let fits = becoming.map { new.entity($0, isKindOf: relationship.destination) }
+            guard fits.contains(false) else { return true }
+            let place = place(of: relationship.name)
+            let from = "its destination changes from \(previous.destination) to \(relationship.destination)"
+            if !fits.contains(true) {
                 collector.change(
                     MigrationChange(
-                        .makeRelationshipOptional, entity: place, property: relationship.name, "becomes optional"))
+                        .changeDestination, entity: place, property: relationship.name,
+                        "\(from); no object of \(previous.destination) becomes an object of \(relationship.destination), so its links are dropped"
+                    ))
+                return false
             }
+            collector.change(
+                MigrationChange(
+                    .changeDestination, entity: place, property: relationship.name,
+                    "\(from); links to objects that become \(relationship.destination) objects are kept, the others dropped"
+                ))
+            mapping.destinationFilters.insert(MigrationMapping.Link(entity: place, relationship: relationship.name))
+            return true
         }
 
-        /// What changes in how a matched relationship's contents are held, in words: its
-        /// destination, to-one or to-many, ordering, or (when those hold) its storage.
-        func shapeChanges(
+        /// Why the links of `previous` do not reach where `relationship` keeps them, or nil when
+        /// they do: a foreign key or a join table of its own is filled from them, and a to-many read
+        /// through its inverse's column needs that inverse to be the old one's inverse.
+        func linksAreLost(
             _ relationship: RelationshipDescription, from previous: RelationshipDescription, mapping: MigrationMapping
-        ) -> [String] {
-            let destinationMatches =
-                mapping.entities[relationship.destination] == previous.destination
-                || (mapping.entities[relationship.destination] == nil
-                    && (relationship.destination == previous.destination
-                        || new.entity(named: relationship.destination)?.renamedFrom == previous.destination))
-            var problems: [String] = []
-            if !destinationMatches {
-                problems.append("its destination changes from \(previous.destination) to \(relationship.destination)")
+        ) -> String? {
+            guard case .inverseForeignKey(let inverse)? = new.storage(of: relationship.name, in: name) else {
+                return nil
             }
-            if !previous.isToMany && relationship.isToMany && !linksCarryOver(relationship, from: previous) {
-                problems.append("it changes from to-one to to-many")
+            let newDestination = relationship.destination
+            guard let oldInverse = old.inverse(of: previous.name, of: oldName),
+                let oldDestination = mapping.entities[newDestination]
+            else {
+                return "it gains the inverse '\(inverse)', whose column its old links are not in"
             }
-            let becomesToOne = previous.isToMany && !relationship.isToMany
-            if previous.isOrdered != relationship.isOrdered && !becomesToOne {
-                problems.append(relationship.isOrdered ? "it becomes ordered" : "it stops being ordered")
+            let matched = MigrationPlanner.match(
+                new: new.relationships(of: newDestination).map { ($0.name, $0.renamedFrom) },
+                old: old.relationships(of: oldDestination).map { ($0.name, $0.renamedFrom) })
+            guard matched[inverse] == oldInverse.name else {
+                return
+                    "its inverse changes from '\(oldInverse.name)' to '\(inverse)', whose column its old links are not in"
             }
-            guard problems.isEmpty else { return problems }
-            if linksCarryOver(relationship, from: previous) || becomesToOne
-                || inverseBecomesToOne(relationship, previous)
-            {
-                return []
-            }
-            let oldStorage = old.storage(of: previous.name, in: oldName)
-            let newStorage = new.storage(of: relationship.name, in: name)
-            if MigrationPlanner.storageKind(oldStorage) != MigrationPlanner.storageKind(newStorage) {
-                return ["its inverse changes how it is stored (to-one or to-many on the other side)"]
-            }
-            if case .joinTable(let oldTable, let wasSource) = oldStorage,
-                case .joinTable(let newTable, let isSource) = newStorage, wasSource != isSource, oldTable.isOrdered,
-                newTable.isOrdered
-            {
-                return ["renaming it changes which side of the ordered many-to-many relationship keeps its order"]
-            }
-            return []
+            return nil
         }
 
-        /// Whether `relationship`, to-one as `previous`, becomes to-many stored in the very join
-        /// table that held its inverse's links (the inverse an ordered to-many, kept as the same
-        /// side of the table): every link is there already, as Core Data's inferred migration keeps
-        /// them.
-        func linksCarryOver(_ relationship: RelationshipDescription, from previous: RelationshipDescription) -> Bool {
-            guard !previous.isToMany, relationship.isToMany,
-                let oldInverse = old.inverse(of: previous.name, of: oldName),
-                let newInverse = new.inverse(of: relationship.name, of: name),
-                (newInverse.renamedFrom ?? newInverse.name) == oldInverse.name || newInverse.name == oldInverse.name,
-                case .joinTable(let oldTable, let oldInverseIsSource)? = old.storage(
-                    of: oldInverse.name, in: previous.destination),
-                case .joinTable(let newTable, let isSource)? = new.storage(of: relationship.name, in: name)
-            else { return false }
-            return oldTable.name == newTable.name && oldInverseIsSource && !isSource
-                && oldTable.isOrdered == newTable.isOrdered
-        }
-
-        /// Whether the inverse of `relationship` (`previous` in the old version) becomes to-one from
-        /// to-many while `relationship` reads its contents through that inverse's new column:
-        /// the column is made from the pairs the old storage held.
-        func inverseBecomesToOne(_ relationship: RelationshipDescription, _ previous: RelationshipDescription) -> Bool {
-            guard case .inverseForeignKey? = new.storage(of: relationship.name, in: name),
-                let newInverse = new.inverse(of: relationship.name, of: name),
-                let oldInverse = old.inverse(of: previous.name, of: oldName)
-            else { return false }
-            return oldInverse.isToMany && !newInverse.isToMany
+        /// The new to-one inverse of `relationship` (a to-many read through it) when that inverse
+        /// is new, so its column can take the old links; nil otherwise.
+        func newInverseToFill(_ relationship: RelationshipDescription, mapping: MigrationMapping)
+            -> MigrationMapping.Link?
+        {
+            guard case .inverseForeignKey(let inverse)? = new.storage(of: relationship.name, in: name) else {
+                return nil
+            }
+            let destination = relationship.destination
+            if let oldDestination = mapping.entities[destination] {
+                let matched = MigrationPlanner.match(
+                    new: new.relationships(of: destination).map { ($0.name, $0.renamedFrom) },
+                    old: old.relationships(of: oldDestination).map { ($0.name, $0.renamedFrom) })
+                guard matched[inverse] == nil else { return nil }
+            }
+            return MigrationMapping.Link(
+                entity: new.declaringEntity(of: inverse, in: destination) ?? destination, relationship: inverse)
         }
 
         /// The old relationships nothing matched: removed, reported at the entity that declared them.
@@ -215,16 +229,6 @@ extension MigrationPlanner {
                         .removeRelationship, entity: place, property: relationship.name,
                         "removed; its contents are dropped"))
             }
-        }
-    }
-
-    /// The kind of storage, ignoring table names and sides.
-    private static func storageKind(_ storage: RelationshipStorage?) -> String {
-        switch storage {
-        case .foreignKey: "foreignKey"
-        case .inverseForeignKey: "inverseForeignKey"
-        case .joinTable: "joinTable"
-        case nil: "none"
         }
     }
 }

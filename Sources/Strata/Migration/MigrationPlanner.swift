@@ -34,37 +34,11 @@ enum MigrationPlanner {
             return plan
         }
         if storedHashes == targetHashes { return plan }
-        let historyHashes = history.map { hashes(of: $0, configuration: configuration) }
-        var chain: [ObjectModel] = []
-        if let start = historyHashes.lastIndex(where: { $0 == storedHashes }) {
-            if let target = historyHashes.firstIndex(where: { $0 == targetHashes }), target < start {
-                // The bundle's order (by name) puts the store's version after the model's; names do
-                // not order versions (real bundles hold `Model_v9`, `Model_course_info_v18`, …), and
-                // the version an app opens its store with is its newest: one inferred step from the
-                // store's version to the model, as Core Data takes.
-                let source =
-                    recorded.flatMap { hashes(of: $0, configuration: configuration) == storedHashes ? $0 : nil }
-                    ?? history[start]
-                plan.steps.append(step(from: source, to: model, configuration: configuration))
-                return plan
-            }
-            chain.append(
-                recorded.flatMap { hashes(of: $0, configuration: configuration) == storedHashes ? $0 : nil }
-                    ?? history[start])
-            for index in history.indices where index > start {
-                if historyHashes[index] == targetHashes { break }
-                guard historyHashes[index] != nil else {
-                    plan.globalRefusals.append(
-                        MigrationRefusal(
-                            .configurationMissing,
-                            "model version \(history[index].version ?? "?") has no configuration '\(configuration ?? ObjectModel.defaultConfiguration)'"
-                        ))
-                    return plan
-                }
-                chain.append(history[index])
-            }
-        } else if let recorded, hashes(of: recorded, configuration: configuration) == storedHashes {
-            chain.append(recorded)
+        let source: ObjectModel
+        if let recorded, hashes(of: recorded, configuration: configuration) == storedHashes {
+            source = recorded
+        } else if let found = history.last(where: { hashes(of: $0, configuration: configuration) == storedHashes }) {
+            source = found
         } else {
             plan.globalRefusals.append(
                 MigrationRefusal(
@@ -73,45 +47,72 @@ enum MigrationPlanner {
                 ))
             return plan
         }
-        chain.append(model)
-        if chain.count > 2, !keepsWhatBothEndsHave(chain, configuration: configuration) {
-            // A bundle's versions have no order of their own (real ones are named
-            // `Model_course_info_v18`, `Model_v2`, …): a chain that drops an entity or attribute
-            // that the store's version and the model both have is in the wrong order, and would
-            // delete its data. Core Data migrates such a store in one inferred step; so does this.
-            chain = [chain[0], model]
-        }
-        for index in 1..<chain.count
-        where hashes(of: chain[index - 1], configuration: configuration)
-            != hashes(
-                of: chain[index], configuration: configuration)
-        {
-            plan.steps.append(step(from: chain[index - 1], to: chain[index], configuration: configuration))
-        }
+        // One inferred step from the store's version to the model, as Core Data's automatic
+        // lightweight migration infers one mapping between those two and walks no version between
+        // them (a bundle's versions have no order of their own either: real ones are named
+        // `Model_course_info_v18`, `Model_v9`, `Model 2`). Mapping models, when given, add steps
+        // of their own (``MigrationPlan/using(_:policies:)``).
+        plan.origin = source
+        plan.target = model
+        plan.history = history
+        plan.steps = [step(from: source, to: model, configuration: configuration)]
         return plan
     }
 
-    /// Whether every version between the ends of `chain` has each entity, and each of its
-    /// attributes and relationships, that both ends have under the same name.
-    static func keepsWhatBothEndsHave(_ chain: [ObjectModel], configuration: String?) -> Bool {
-        func properties(_ model: ObjectModel) -> [String: Set<String>] {
-            let names = model.entityNames(inConfiguration: configuration) ?? []
-            return Dictionary(
-                uniqueKeysWithValues: names.map { entity in
-                    (
-                        entity,
-                        Set(model.attributes(of: entity).map(\.name) + model.relationships(of: entity).map(\.name))
-                    )
-                })
+    /// One stretch of a migration: from `old` to `new`, through `mapping` or inferred.
+    struct Segment {
+        var old: ObjectModel
+        var new: ObjectModel
+        var mapping: MappingModel?
+    }
+
+    /// The stretches from `origin` to `target`: the mapping models that lie between them, each
+    /// from its source version to its destination version, with inferred stretches from one to
+    /// the next. A mapping model lies between them when its source version is the origin's, or,
+    /// in the order of `history`, comes after the origin's (or the previous mapping's destination)
+    /// and its destination no later than the target's; the one whose source comes first is taken.
+    /// A mapping model whose versions are not found in `history` (or are not `origin` and
+    /// `target`) is left out.
+    static func segments(
+        from origin: ObjectModel, to target: ObjectModel, history: [ObjectModel], mappings: [MappingModel],
+        configuration: String?
+    ) -> [Segment] {
+        let hash = { (model: ObjectModel) in hashes(of: model, configuration: configuration) }
+        let index = { (model: ObjectModel) in history.lastIndex { hash($0) == hash(model) } }
+        let resolve = { (name: String) in ([origin, target] + history).first { $0.name == name } }
+        let candidates = mappings.compactMap { mapping -> (MappingModel, ObjectModel, ObjectModel)? in
+            guard let source = resolve(mapping.sourceModelName),
+                let destination = resolve(mapping.destinationModelName)
+            else { return nil }
+            return (mapping, source, destination)
         }
-        let first = properties(chain[0])
-        let last = properties(chain[chain.count - 1])
-        var kept: [String: Set<String>] = [:]
-        for (entity, names) in first { if let later = last[entity] { kept[entity] = names.intersection(later) } }
-        return chain.dropFirst().dropLast().allSatisfy { version in
-            let middle = properties(version)
-            return kept.allSatisfy { entity, names in middle[entity].map { names.isSubset(of: $0) } ?? false }
+        let end = hash(target) == nil ? nil : index(target)
+        var result: [Segment] = []
+        var current = origin
+        var used: Set<String> = []
+        while hash(current) != hash(target) {
+            let open = candidates.filter { !used.contains($0.0.name) }
+            let from = index(current)
+            let reachesNoFurther = { (destination: ObjectModel) in
+                hash(destination) == hash(target)
+                    || (index(destination).flatMap { at in end.map { at <= $0 } } ?? false)
+            }
+            var next = open.first { hash($0.1) == hash(current) && reachesNoFurther($0.2) }
+            if next == nil, let from, let end {
+                next =
+                    open.filter { _, source, destination in
+                        guard let start = index(source), let stop = index(destination) else { return false }
+                        return start > from && start < stop && stop <= end
+                    }.min { index($0.1)! < index($1.1)! }
+            }
+            guard let (mapping, source, destination) = next else { break }
+            if hash(source) != hash(current) { result.append(Segment(old: current, new: source)) }
+            result.append(Segment(old: source, new: destination, mapping: mapping))
+            used.insert(mapping.name)
+            current = destination
         }
+        if hash(current) != hash(target) { result.append(Segment(old: current, new: target)) }
+        return result
     }
 
     /// Matches `new` names to `old` names: by `renamedFrom`, then by name, then by renaming identifier.
@@ -172,13 +173,14 @@ enum MigrationPlanner {
         }
     }
 
-    /// The numeric types: integers of every width, `double`, `float` and `decimal`.
+    /// The numeric types: integers of every width, `double`, `float`, `decimal`, and `boolean`
+    /// (Core Data holds a Boolean in an `NSNumber` too, stored as 0 or 1).
     private static let numericTypes: Set<AttributeType> = [
-        .integer16, .integer32, .integer64, .double, .float, .decimal,
+        .integer16, .integer32, .integer64, .double, .float, .decimal, .boolean,
     ]
 
     /// Whether `old` values are converted to type `new` (each checked to fit): Core Data's
-    /// inferred mappings carry a numeric value over to another numeric type.
+    /// inferred mappings carry a numeric value over to another numeric type, a Boolean included.
     static func converts(_ old: AttributeType, to new: AttributeType) -> Bool {
         numericTypes.contains(old) && numericTypes.contains(new) && !widens(old, to: new)
     }
@@ -219,21 +221,9 @@ enum MigrationPlanner {
         for name in newEntities {
             let entity = new.entity(named: name)!
             guard let oldName = mapping.entities[name] else {
-                // A renaming identifier that names nothing the store's model has is a sign of versions
-                // skipped, when the store also has an entity this step would drop (its objects may
-                // be the ones meant); with none, the entity is new, as in Core Data's inferred mappings.
-                if let previous = entity.renamedFrom, old.entity(named: previous) == nil,
-                    old.entity(named: name) == nil,
-                    oldEntities.contains(where: { !Set(mapping.entities.values).contains($0) })
-                {
-                    collector.refuse(
-                        MigrationRefusal(
-                            .unresolvedRename, entity: name,
-                            "is renamed from '\(previous)', which the store's model (version \(old.version ?? "?")) does not have; migrate through the versions in between (give the model history)"
-                        ))
-                } else {
-                    collector.change(MigrationChange(.addEntity, entity: name, "a new entity, with no objects yet"))
-                }
+                // A renaming identifier that names nothing the store's model has: the entity is new,
+                // as in Core Data's inferred mappings (they match renaming identifiers only).
+                collector.change(MigrationChange(.addEntity, entity: name, "a new entity, with no objects yet"))
                 continue
             }
             let oldEntity = old.entity(named: oldName)!
@@ -288,17 +278,9 @@ enum MigrationPlanner {
             let place = owner(attribute.name)
             guard let previousName = matched[attribute.name], let previous = old.attribute(previousName, of: oldName)
             else {
-                if let previous = attribute.renamedFrom, old.attribute(previous, of: oldName) == nil,
-                    old.attribute(attribute.name, of: oldName) == nil,
-                    !oldAttributes.contains(where: { ($0.renamedFrom ?? $0.name) == previous }),
-                    oldAttributes.contains(where: { !Set(matched.values).contains($0.name) })
-                {
-                    collector.refuse(
-                        MigrationRefusal(
-                            .unresolvedRename, entity: place, property: attribute.name,
-                            "is renamed from '\(previous)', which '\(oldName)' does not have in the store's model (version \(old.version ?? "?")); migrate through the versions in between (give the model history)"
-                        ))
-                } else if !attribute.isOptional && (attribute.defaultValue ?? .null).isNull {
+                // Unmatched (a renaming identifier that names nothing the store's model has too):
+                // new, as in Core Data's inferred mappings.
+                if !attribute.isOptional && (attribute.defaultValue ?? .null).isNull {
                     collector.refuse(
                         MigrationRefusal(
                             .requiredWithoutDefault, entity: place, property: attribute.name,
@@ -378,6 +360,17 @@ enum MigrationPlanner {
                     "type changes from \(from.rawValue) to \(to.rawValue), which a lightweight migration does not convert; a mapping model is needed (give one with --mapping)"
                 ))
             return .old(previous.name)
+        }
+        if from == .boolean || to == .boolean {
+            // Every value fits: a Boolean is 1 or 0, and a number reads as a Boolean as
+            // `NSNumber.boolValue` reads it (zero is false, anything else true).
+            collector.change(
+                MigrationChange(
+                    .convertType, entity: context.place, property: attribute.name,
+                    from == .boolean
+                        ? "type changes from boolean to \(to.rawValue); true becomes 1 and false 0"
+                        : "type changes from \(from.rawValue) to boolean; zero becomes false and any other value true"))
+            return .converted(previous.name, from: from, to: to, default: nil)
         }
         collector.change(
             MigrationChange(

@@ -55,7 +55,7 @@ public enum StoreInspector {
     /// - Parameters:
     ///   - url: the store's file (or a PostgreSQL connection URI).
     ///   - model: a model to check the store against, if any.
-    ///   - history: earlier versions of the model, oldest first, for a multi-step migration.
+    ///   - history: earlier versions of the model, oldest first (see ``StoreOptions/modelHistory``).
     /// - Throws: ``StoreError``: `.io` for a missing or unreadable file, `.incompatibleModel` for a
     ///   file that is not a Strata store.
     public static func inspect(_ url: URL, model: ObjectModel? = nil, history: [ObjectModel] = []) throws(StoreError)
@@ -74,7 +74,7 @@ public enum StoreInspector {
     /// - Parameters:
     ///   - url: the store's file (or a PostgreSQL connection URI).
     ///   - model: a model to check the store against.
-    ///   - history: earlier versions of the model, oldest first, for a multi-step migration.
+    ///   - history: earlier versions of the model, oldest first (see ``StoreOptions/modelHistory``).
     ///   - mappings: mapping models for the steps they describe (see ``MigrationPlan/using(_:policies:)``).
     /// - Throws: ``StoreError``, as ``inspect(_:model:history:)`` does.
     public static func inspect(_ url: URL, model: ObjectModel, history: [ObjectModel], mappings: [MappingModel])

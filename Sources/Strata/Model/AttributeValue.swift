@@ -159,15 +159,15 @@ extension AttributeValue {
 
     /// A decimal's sign, its significant digits (no leading or trailing zeros; empty for zero)
     /// and the power of ten of the last one.
-    struct DecimalParts {
-        var negative: Bool
-        var digits: [UInt8]
-        var exponent: Int
+    package struct DecimalParts {
+        package var negative: Bool
+        package var digits: [UInt8]
+        package var exponent: Int
     }
 
     /// Reads `text` as ``decimalPattern`` states (scanned by hand: this runs for every decimal in
     /// every request body).
-    static func decimalParts(_ text: String) -> DecimalParts? {
+    package static func decimalParts(_ text: String) -> DecimalParts? {
         var rest = text.utf8[...]
         var digits: [UInt8] = []
         func scan(into collect: Bool) -> Int {
@@ -264,34 +264,66 @@ extension AttributeValue {
         return text + "Z"
     }
 
-    /// Parses an RFC 3339 date-time (`Z` or a numeric offset; up to microseconds kept).
+    /// The RFC 3339 date-times ``parseDate(_:)`` reads, as a regular expression (ECMA-262, as
+    /// OpenAPI's `pattern`; ICU, Python and Swift read it alike): a four-digit year, a month and a day
+    /// that exist (February 29 in leap years only), `T`, `t` or a space, hours 00–23, minutes 00–59,
+    /// seconds 00–60, up to nine fraction digits, then `Z`, `z` or an offset from -23:59 to +23:59.
+    /// A second of 60 is read as the next minute's first, as PostgreSQL reads it: a leap second
+    /// names the instant POSIX time gives the second after it. The one definition: the parser
+    /// checks it before reading the digits at their fixed places.
+    public static let dateTimePattern: String = {
+        let monthDay =
+            "(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+            + "|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+        // Divisible by 4 and not by 100 (the last two digits), or by 400 (the first two, then 00).
+        let leapYear = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+        let date = "(?:[0-9]{4}-\(monthDay)|\(leapYear)-02-29)"
+        let time = "[Tt ](?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\\.[0-9]{1,9})?"
+        let zone = "(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+        return date + time + zone
+    }()
+
+    private static let dateTimeRegex = (try? ICURegex.compiled(dateTimePattern, caseInsensitive: false)) ?? nil
+
+    /// Parses an RFC 3339 date-time as ``dateTimePattern`` states it (up to microseconds kept;
+    /// further fraction digits are dropped).
     public static func parseDate(_ text: String) -> Date? {
-        let pattern =
-            #/^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/#
-        guard let match = text.wholeMatch(of: pattern) else { return nil }
-        guard let year = Int32(match.1), let month = Int32(match.2), let day = Int32(match.3),
-            let hour = Int32(match.4), let minute = Int32(match.5), let second = Int32(match.6),
-            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
-        else { return nil }
-        var parts = tm()
-        parts.tm_year = year - 1900
-        parts.tm_mon = month - 1
-        parts.tm_mday = day
-        parts.tm_hour = hour
-        parts.tm_min = minute
-        parts.tm_sec = second
-        let seconds = Int64(timegm(&parts))
-        // timegm normalises out-of-range days (Feb 30 → Mar 2); refuse those.
-        guard parts.tm_mday == day, parts.tm_mon == month - 1 else { return nil }
-        var micros = seconds * 1_000_000
-        if let fraction = match.7 {
-            let digits = String(fraction.prefix(6))
-            micros += Int64(digits + String(repeating: "0", count: 6 - digits.count))!
+        guard let regex = dateTimeRegex, (try? regex.matchesWhole(text, patternText: "date-time")) == true else {
+            return nil
         }
-        if let sign = match.9, let offsetHours = Int64(match.10!), let offsetMinutes = Int64(match.11!) {
-            let offset = (offsetHours * 3600 + offsetMinutes * 60) * 1_000_000
-            micros += sign == "+" ? -offset : offset
+        // Every field is at a fixed place, all ASCII digits, in its range.
+        let bytes = Array(text.utf8)
+        func number(_ start: Int, _ count: Int) -> Int64 {
+            bytes[start..<start + count].reduce(0) { $0 * 10 + Int64($1 - UInt8(ascii: "0")) }
+        }
+        let days = daysSince1970(year: number(0, 4), month: number(5, 2), day: number(8, 2))
+        let seconds = ((days * 24 + number(11, 2)) * 60 + number(14, 2)) * 60 + number(17, 2)
+        var micros = seconds * 1_000_000
+        var index = 19
+        if bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale: Int64 = 100_000
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+                micros += Int64(bytes[index] - UInt8(ascii: "0")) * scale
+                scale /= 10
+                index += 1
+            }
+        }
+        if bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+            let offset = (number(index + 1, 2) * 60 + number(index + 4, 2)) * 60_000_000
+            micros += bytes[index] == UInt8(ascii: "+") ? -offset : offset
         }
         return date(microseconds: micros)
+    }
+
+    /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's
+    /// `days_from_civil`).
+    static func daysSince1970(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 }

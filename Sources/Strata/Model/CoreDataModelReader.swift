@@ -244,6 +244,8 @@ struct CoreDataModelReader {
 
     /// The model's composite types (iOS 17), by name.
     private var composites: [String: ModelXMLNode] = [:]
+    /// The composites whose elements are being read, innermost last (a composite cannot nest itself).
+    private var compositesBeingRead: [String] = []
 
     private mutating func readEntity(_ node: ModelXMLNode) -> EntityDescription? {
         guard let name = node["name"] else {
@@ -270,7 +272,15 @@ struct CoreDataModelReader {
                 if let fetched = readFetchedProperty(child, entity: name) { entity.fetchedProperties.append(fetched) }
             case "uniquenessConstraints":
                 for constraint in child.children(named: "uniquenessConstraint") {
-                    entity.uniqueness.append(constraint.children(named: "constraint").compactMap { $0["value"] })
+                    let values = constraint.children(named: "constraint").compactMap { $0["value"] }
+                    // A composite's elements live inside its one column: Strata cannot hold them unique.
+                    if let element = values.first(where: { $0.contains(".") }) {
+                        warn(
+                            .unsupported, name, element,
+                            "a uniqueness constraint over composite element '\(element)' is not enforced")
+                        continue
+                    }
+                    entity.uniqueness.append(values)
                 }
             case "fetchIndex":
                 var properties: [String] = []
@@ -289,6 +299,13 @@ struct CoreDataModelReader {
                         warn(
                             .unsupported, name, property,
                             "fetch index '\(child["name"] ?? "")' names to-many relationship '\(property)', which has no column to index: the element is left out"
+                        )
+                        continue
+                    }
+                    if property.contains(".") {
+                        warn(
+                            .unsupported, name, property,
+                            "fetch index '\(child["name"] ?? "")' names composite element '\(property)', which Strata keeps inside its composite's column: the element is left out"
                         )
                         continue
                     }
@@ -349,20 +366,7 @@ struct CoreDataModelReader {
             add(.missingValue, entity, name, "attribute needs an 'attributeType'")
             return nil
         }
-        if typeName == "Composite" {
-            let elements = composites[node["composite"] ?? ""]?.children(named: "attribute").compactMap { $0["name"] }
-            warn(
-                .unsupported, entity, name,
-                "composite attribute: stored and served as one JSON object"
-                    + (elements.map { " (elements: \($0.joined(separator: ", ")))" } ?? "")
-                    + "; its elements cannot be filtered or sorted on their own")
-            var attribute = AttributeDescription(name: name, type: .json)
-            attribute.isOptional = flag(node, "optional", absent: false, entity, name)
-            attribute.renamedFrom = Self.renamingIdentifier(node)
-            attribute.versionHashModifier = node["versionHashModifier"]
-            attribute.coreData = coreDataInfo(node, typeName, entity, name)
-            return attribute
-        }
+        if typeName == "Composite" { return readComposite(node, name: name, entity: entity) }
         guard let type = AttributeType(modelName: typeName) else {
             let known =
                 "String, Integer 16, Integer 32, Integer 64, Double, Float, Decimal, Boolean, Date, Binary, UUID, URI, Transformable"
@@ -403,6 +407,41 @@ struct CoreDataModelReader {
             }
             attribute.defaultValue = value
         }
+        return attribute
+    }
+
+    /// A composite attribute: its elements are the `<attribute>`s of the model's `<composite>` it
+    /// names, each read as an attribute (one of type Composite nests another composite).
+    private mutating func readComposite(_ node: ModelXMLNode, name: String, entity: String) -> AttributeDescription? {
+        let compositeName = node["composite"] ?? ""
+        guard let composite = composites[compositeName] else {
+            add(
+                .missingValue, entity, name,
+                "composite attribute names no <composite> of the model ('\(compositeName)')")
+            return nil
+        }
+        guard !compositesBeingRead.contains(compositeName) else {
+            add(.invalidValue, entity, name, "composite '\(compositeName)' contains itself")
+            return nil
+        }
+        compositesBeingRead.append(compositeName)
+        defer { compositesBeingRead.removeLast() }
+        var elements: [AttributeDescription] = []
+        for child in composite.children(named: "attribute") {
+            guard let element = readAttribute(child, entity: "\(entity).\(name)") else { continue }
+            if elements.contains(where: { $0.name == element.name }) {
+                add(.duplicateName, entity, name, "composite '\(compositeName)' has two elements '\(element.name)'")
+                continue
+            }
+            elements.append(element)
+        }
+        var attribute = AttributeDescription(name: name, type: .json)
+        attribute.elements = elements
+        attribute.isOptional = flag(node, "optional", absent: false, entity, name)
+        attribute.defaultValue = AttributeDescription.compositeDefault(elements)
+        attribute.renamedFrom = Self.renamingIdentifier(node)
+        attribute.versionHashModifier = node["versionHashModifier"]
+        attribute.coreData = coreDataInfo(node, "Composite", entity, name)
         return attribute
     }
 

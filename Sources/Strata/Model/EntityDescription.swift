@@ -30,6 +30,11 @@ public struct AttributeDescription: Sendable, Hashable {
     public var derivation: String? = nil
     /// What a Core Data model says of the attribute beyond its type, when it was read from one.
     public var coreData: CoreDataAttributeInfo? = nil
+    /// For a composite attribute (Core Data's `NSCompositeAttributeDescription`): its elements, each
+    /// an attribute of its own with a name, type, optionality and default (an element with elements
+    /// is a nested composite). Its value is a JSON object with one member per element, so its
+    /// ``type`` is ``AttributeType/json``; nil for any other attribute.
+    public var elements: [AttributeDescription]? = nil
     /// Set by ``ObjectModel`` when another entity of the hierarchy declares an attribute of the same
     /// name with another type: the column this one's values take instead of `name`.
     var suffixedColumn: String? = nil

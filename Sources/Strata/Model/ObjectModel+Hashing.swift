@@ -1,8 +1,9 @@
 extension ObjectModel {
     /// A stable hash of everything about `entity` that shapes its stored data: its name, parent,
-    /// abstractness, the names and types of its attributes, whether they are optional, its
-    /// relationships, uniqueness constraints and indexes. Declaration order, documentation, default
-    /// values, validation rules and renaming identifiers do not change it (as in Core Data).
+    /// abstractness, the names and types of its attributes (a composite's elements too), whether
+    /// they are optional, its relationships, uniqueness constraints and indexes. Declaration order,
+    /// documentation, default values, validation rules and renaming identifiers do not change it
+    /// (as in Core Data).
     public func versionHash(of entity: String) -> String? {
         guard let description = self.entity(named: entity) else { return nil }
         // Modifiers and descending index elements are hashed only when present, so
@@ -12,8 +13,16 @@ extension ObjectModel {
             "entity=\(description.name)", "parent=\(description.parent ?? "")", "abstract=\(description.isAbstract)",
         ]
         if let value = description.versionHashModifier { parts.append("modifier=\(value)") }
+        // A composite's elements (each as an attribute is) shape what its values hold.
+        func shape(_ attribute: AttributeDescription) -> String {
+            guard let elements = attribute.elements else { return "" }
+            return ":elements=("
+                + elements.map { "\($0.name):\($0.type.rawValue):optional=\($0.isOptional)" + shape($0) }
+                .joined(separator: ",") + ")"
+        }
         parts += description.attributes.map {
             "attribute=\($0.name):\($0.type.rawValue):optional=\($0.isOptional)" + modifier($0.versionHashModifier)
+                + shape($0)
         }
         .sorted()
         parts += description.relationships.map { relationship in

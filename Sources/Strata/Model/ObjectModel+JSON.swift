@@ -212,7 +212,7 @@ struct JSONModelReader {
     private mutating func readAttribute(_ object: [String: JSONValue], entity: String) -> AttributeDescription? {
         let keys: Set<String> = [
             "name", "type", "optional", "default", "min", "max", "minLength", "maxLength", "regex", "renamedFrom",
-            "versionHashModifier", "derivation", "description", "coreData",
+            "versionHashModifier", "derivation", "description", "coreData", "elements",
         ]
         guard let name = string(object, "name", entity, nil) else {
             add(.missingValue, entity, nil, "an attribute needs a 'name'")
@@ -222,6 +222,11 @@ struct JSONModelReader {
         guard let typeName = string(object, "type", entity, name) else {
             add(.missingValue, entity, name, "attribute needs a 'type'")
             return nil
+        }
+        if typeName == "composite" {
+            return readComposite(object, name: name, entity: entity)
+        } else if object["elements"] != nil {
+            add(.invalidValue, entity, name, "only a composite attribute has 'elements'")
         }
         guard let type = AttributeType(modelName: typeName) else {
             add(
@@ -259,6 +264,44 @@ struct JSONModelReader {
         let boundType: AttributeType = type.isInteger ? .integer64 : type
         if let json = object["min"] { attribute.minValue = bound(json, boundType, "min", entity, name) }
         if let json = object["max"] { attribute.maxValue = bound(json, boundType, "max", entity, name) }
+        return attribute
+    }
+
+    /// A composite attribute: `"type": "composite"` with `"elements"`, an array of attributes (each
+    /// element's default makes up the composite's default, so it takes no `default` of its own).
+    private mutating func readComposite(_ object: [String: JSONValue], name: String, entity: String)
+        -> AttributeDescription?
+    {
+        for key in ["default", "min", "max", "minLength", "maxLength", "regex", "derivation"] where object[key] != nil {
+            add(.invalidValue, entity, name, "a composite attribute takes no '\(key)' (its elements may)")
+        }
+        guard object["elements"]?.arrayValue != nil else {
+            add(.missingValue, entity, name, "a composite attribute needs 'elements', an array of attributes")
+            return nil
+        }
+        var elements: [AttributeDescription] = []
+        for item in objects(object, "elements", entity) {
+            guard let element = readAttribute(item, entity: "\(entity).\(name)") else { continue }
+            if elements.contains(where: { $0.name == element.name }) {
+                add(.duplicateName, entity, name, "two elements are named '\(element.name)'")
+                continue
+            }
+            elements.append(element)
+        }
+        var attribute = AttributeDescription(name: name, type: .json)
+        attribute.elements = elements
+        attribute.isOptional = bool(object, "optional", entity, name) ?? true
+        attribute.defaultValue = AttributeDescription.compositeDefault(elements)
+        attribute.renamedFrom = string(object, "renamedFrom", entity, name)
+        attribute.versionHashModifier = string(object, "versionHashModifier", entity, name)
+        attribute.documentation = string(object, "description", entity, name)
+        if case .object(let info)? = object["coreData"] {
+            attribute.coreData = CoreDataAttributeInfo(
+                attributeType: string(info, "attributeType", entity, name) ?? "Composite",
+                valueTransformerName: nil, allowsExternalBinaryDataStorage: false,
+                preservesValueInHistoryOnDeletion: bool(info, "preservesValueInHistoryOnDeletion", entity, name)
+                    ?? false)
+        }
         return attribute
     }
 

@@ -80,7 +80,13 @@ extension ObjectModel {
     private static func json(attribute: AttributeDescription) -> JSONValue {
         var object: [String: JSONValue] = ["name": .string(attribute.name), "type": .string(attribute.type.rawValue)]
         if !attribute.isOptional { object["optional"] = .bool(false) }
-        if let value = attribute.defaultValue, !value.isNull { object["default"] = value.json }
+        if let elements = attribute.elements {
+            // The default is built from the elements' defaults.
+            object["type"] = .string("composite")
+            object["elements"] = .array(elements.map(json(attribute:)))
+        } else if let value = attribute.defaultValue, !value.isNull {
+            object["default"] = value.json
+        }
         if let value = attribute.minValue, !value.isNull { object["min"] = value.json }
         if let value = attribute.maxValue, !value.isNull { object["max"] = value.json }
         if let length = attribute.minLength { object["minLength"] = .integer(Int64(length)) }

@@ -316,6 +316,8 @@ final class AttributeRule: Sendable {
     let minLength: Int?
     let maxLength: Int?
     let regex: String?
+    /// A composite's description, whose elements its value must fit.
+    let composite: AttributeDescription?
     /// The attribute's position in its entity's layout.
     let position: Int
 
@@ -328,6 +330,7 @@ final class AttributeRule: Sendable {
         minLength = attribute.minLength
         maxLength = attribute.maxLength
         regex = attribute.regex
+        composite = attribute.isComposite ? attribute : nil
         self.position = position
     }
 }
@@ -384,6 +387,7 @@ final class ResolvedEntity: Sendable {
             let ruled =
                 !attribute.isOptional || attribute.minValue != nil || attribute.maxValue != nil
                 || attribute.minLength != nil || attribute.maxLength != nil || attribute.regex != nil
+                || attribute.isComposite
             return ruled ? AttributeRule(attribute, position: position) : nil
         }
         relationshipRules = relationships.filter { !$0.isOptional || $0.minCount != nil || $0.maxCount != nil }

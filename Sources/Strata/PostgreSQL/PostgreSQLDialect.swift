@@ -27,16 +27,19 @@ struct PostgreSQLDialect: SQLDialect {
         return "NOT (\(column) = ANY(\(list)::bigint[]))"
     }
 
-    /// Casts through `numeric` where a value is held as decimal text.
+    /// Casts between `bigint`, `double precision` and `numeric` (a decimal's column; the casts from
+    /// a decimal go through `numeric`, so that they read a store whose decimals are still text too).
     func convert(_ column: String, from: AttributeType, to: AttributeType) -> String {
         switch to {
+        case .boolean:
+            return "CASE WHEN \(column) IS NULL THEN NULL WHEN \(column)::numeric <> 0 THEN 1 ELSE 0 END"
         case .integer16, .integer32, .integer64:
             if Self.isInteger(from) { return column }
             return from == .decimal ? "\(column)::numeric::bigint" : "\(column)::bigint"
         case .double, .float:
             return from == .double || from == .float ? column : "\(column)::double precision"
         default:
-            return Self.isInteger(from) ? "\(column)::text" : "\(column)::numeric::text"
+            return "\(column)::numeric"
         }
     }
 

@@ -7,7 +7,8 @@ import Foundation
 ///
 /// Each step moves the old tables into a scratch schema, creates the new ones and copies every
 /// object over with its key and version (PostgreSQL's DDL is transactional, so a failure leaves
-/// everything as it was).
+/// everything as it was). A step that a mapping model describes runs as SQLite stores run it
+/// (``PostgreSQLMappingMigrator``).
 enum PostgreSQLMigrator {
     /// Applies `plan` on `c` inside its open transaction and records `model` in the metadata.
     /// - Returns: what the store's data holds that a step's new model cannot (the step then wrote
@@ -31,7 +32,31 @@ enum PostgreSQLMigrator {
             metadataTable: PostgreSQLSchema.metadataTable)
     }
 
+    /// Creates the tables, sequences and indexes of `schema`'s entities (a sequence of a table
+    /// kept stays as it is).
+    static func createTables(_ schema: PostgreSQLSchema, _ c: PGConnection) throws(PGError) {
+        let creates = schema.createStatements.filter {
+            !$0.hasPrefix("CREATE SCHEMA") && !$0.contains(PostgreSQLSchema.quote(PostgreSQLSchema.metadataTable))
+                && !$0.contains(PostgreSQLSchema.quote(PostgreSQLSchema.recordsTable))
+                && !$0.contains(PostgreSQLSchema.quote(PostgreSQLSchema.appliedTable))
+        }
+        for statement in creates {
+            try c.execute(
+                statement.hasPrefix("CREATE SEQUENCE ")
+                    ? "CREATE SEQUENCE IF NOT EXISTS " + statement.dropFirst("CREATE SEQUENCE ".count) : statement)
+        }
+    }
+
+    /// Sets the sequence of `table` past every key the table holds (a renamed hierarchy's
+    /// sequence is new), so that keys continue past the objects a step wrote.
+    static func continueKeys(of table: String, in schema: PostgreSQLSchema, _ c: PGConnection) throws(PGError) {
+        try c.execute(
+            "SELECT setval($1::regclass, GREATEST((SELECT COALESCE(max(\"_pk\"), 0) + 1 FROM \(schema.qualified(table))), nextval($1::regclass)), false)",
+            [.text(schema.sequence(of: table))])
+    }
+
     private static func apply(_ step: MigrationStep, namespace: String, _ c: PGConnection) throws(PGError) {
+        if step.mappingModel != nil { return try PostgreSQLMappingMigrator.apply(step, namespace: namespace, c) }
         let old = PostgreSQLSchema(model: step.old, entities: step.oldEntities, namespace: namespace)
         let new = PostgreSQLSchema(model: step.new, entities: step.newEntities, namespace: namespace)
         let steps = steps(namespace, c)
@@ -43,17 +68,8 @@ enum PostgreSQLMigrator {
         for name in oldTables { try c.execute("ALTER TABLE \(old.qualified(name)) SET SCHEMA \(stash)") }
         func stashed(_ name: String) -> String { stash + "." + PostgreSQLSchema.quote(name) }
 
-        // 2. The new tables, sequences and indexes (a sequence of a table kept stays as it is).
-        let creates = new.createStatements.filter {
-            !$0.hasPrefix("CREATE SCHEMA") && !$0.contains(PostgreSQLSchema.quote(PostgreSQLSchema.metadataTable))
-                && !$0.contains(PostgreSQLSchema.quote(PostgreSQLSchema.recordsTable))
-                && !$0.contains(PostgreSQLSchema.quote(PostgreSQLSchema.appliedTable))
-        }
-        for statement in creates {
-            try c.execute(
-                statement.hasPrefix("CREATE SEQUENCE ")
-                    ? "CREATE SEQUENCE IF NOT EXISTS " + statement.dropFirst("CREATE SEQUENCE ".count) : statement)
-        }
+        // 2. The new tables, sequences and indexes.
+        try createTables(new, c)
 
         // 3. Every object of an entity both models have, into its new table (one statement per old
         // table it comes from).
@@ -73,19 +89,16 @@ enum PostgreSQLMigrator {
                     into: table, from: oldTable, at: stashed(oldTable.name), entities: entities, step: step,
                     newSchema: new.base)
             }
-            // Keys continue past the objects copied (a renamed hierarchy's sequence is new).
-            try c.execute(
-                "SELECT setval($1::regclass, GREATEST((SELECT COALESCE(max(\"_pk\"), 0) + 1 FROM \(new.qualified(table.name))), nextval($1::regclass)), false)",
-                [.text(new.sequence(of: table.name))])
+            try continueKeys(of: table.name, in: new, c)
         }
         for join in step.joinSources(oldSchema: old.base, newSchema: new.base).0 {
-            guard let oldJoin = join.old else { continue }
-            try steps.copyPairs(into: join.join.name, from: stashed(oldJoin), swapped: join.swapped)
+            try steps.fillJoin(join, from: join.old.map(stashed))
         }
 
         // 4. References to objects deleted with their entity are cleared.
+        try steps.clearLinksOutsideDestinations(step, in: new.base)
         if step.mapping.removesObjects { try steps.clearReferencesToRemovedObjects(in: new.base) }
-        try steps.dropMembersTables(step)
+        try steps.dropMembersTables(step, oldSchema: old.base)
         try c.execute("DROP SCHEMA \(stash) CASCADE")
         for name in old.base.tables.keys.sorted() where new.base.tables[name] == nil {
             try c.execute("DROP SEQUENCE IF EXISTS \(old.sequence(of: name))")

@@ -7,11 +7,14 @@ import Foundation
 /// The condition is *necessary*: every object the predicate matches satisfies it. Strata's own
 /// evaluator still runs over the rows read, so results are the other stores' by construction.
 /// Comparisons of an attribute of the fetched entity with a constant are translated (numbers,
-/// Booleans and dates through `bigint`/`double precision`, text as `bytea`, which orders by bytes as
+/// Booleans and dates through `bigint`/`double precision`, decimals and any number beside one as
+/// `numeric`, exactly as ``ValueOrdering`` compares them, text as `bytea`, which orders by bytes as
 /// Strata does; `BEGINSWITH` without options as a byte range), and a to-one relationship with an
-/// object; anything else (other key paths, `[c]`/`[d]`, `LIKE`, `MATCHES`, decimals) reads every
-/// row, as before. A part is *exact* when PostgreSQL's answer equals Strata's for every row, which
-/// is what a `NOT` needs.
+/// object; anything else (other key paths, `[c]`/`[d]`, `LIKE`, `MATCHES`) reads every row. A part
+/// is *exact* when PostgreSQL's answer equals Strata's for every row, which is what a `NOT` needs:
+/// a comparison is written `column op $n AND column IS NOT NULL`, which is false (never NULL) for a
+/// NULL column as Strata's comparison is, and which, unlike `COALESCE(…)` or `IS NOT DISTINCT
+/// FROM`, a B-tree index on the column serves.
 struct PostgreSQLPrefilter {
     /// A condition (nil: none, every row may match) and whether it is exact.
     typealias Condition = (sql: String?, exact: Bool)
@@ -20,15 +23,22 @@ struct PostgreSQLPrefilter {
     let entity: String
     let table: SQLiteSchema.Table
     let storeIdentifier: String
+    /// Whether decimal columns are `numeric` (a read-only store opened before its text decimal
+    /// columns were converted keeps them as text: its decimals are left to Strata's evaluator).
+    let numericDecimals: Bool
     /// The values of the parameters the conditions use, numbered after `firstIndex - 1`.
     private(set) var arguments: [PGValue] = []
     let firstIndex: Int
 
-    init(model: ObjectModel, entity: String, table: SQLiteSchema.Table, storeIdentifier: String, firstIndex: Int) {
+    init(
+        model: ObjectModel, entity: String, table: SQLiteSchema.Table, storeIdentifier: String, firstIndex: Int,
+        numericDecimals: Bool = true
+    ) {
         self.model = model
         self.entity = entity
         self.table = table
         self.storeIdentifier = storeIdentifier
+        self.numericDecimals = numericDecimals
         self.firstIndex = firstIndex
     }
 
@@ -78,7 +88,7 @@ struct PostgreSQLPrefilter {
 
     /// How a column's values are compared in SQL.
     private enum Domain {
-        case integer, double, boolean, date, text
+        case integer, double, decimal, boolean, date, text
     }
 
     private func domain(of type: AttributeType) -> Domain? {
@@ -87,8 +97,9 @@ struct PostgreSQLPrefilter {
         case .double, .float: .double
         case .boolean: .boolean
         case .date: .date
+        case .decimal: numericDecimals ? .decimal : nil
         case .string, .uri: .text
-        case .decimal, .uuid, .binary, .json: nil
+        case .uuid, .binary, .json: nil
         }
     }
 
@@ -101,6 +112,14 @@ struct PostgreSQLPrefilter {
     /// when it cannot be compared in SQL.
     private mutating func constant(_ value: AttributeValue, _ domain: Domain) -> (sql: String, exact: Bool)? {
         switch (domain, value) {
+        case (.decimal, _), (.integer, .decimal):
+            // Compared as Strata compares a decimal with any number (`ValueOrdering.decimal(_:)`):
+            // exactly, the constant by its digits. (A double column beside a decimal is left to
+            // Strata: PostgreSQL would compare them as doubles.)
+            guard let decimal = ValueOrdering.decimal(value), !decimal.isNaN,
+                AttributeValue.isDecimalSyntax(decimal.description)
+            else { return nil }
+            return (parameter(.text(decimal.description), cast: "numeric"), true)
         case (.integer, .integer(let i)): return (parameter(.integer(i), cast: "bigint"), true)
         case (.integer, .double(let d)) where !d.isNaN, (.double, .double(let d)) where !d.isNaN:
             return (parameter(.double(d), cast: "double precision"), true)
@@ -149,7 +168,7 @@ struct PostgreSQLPrefilter {
                 return ("\(column) = \(parameter(.integer(pk), cast: "bigint"))", false)
             default: return (nil, false)
             }
-        case .count: return (nil, false)
+        case .count, .element: return (nil, false)
         }
     }
 
@@ -166,32 +185,41 @@ struct PostgreSQLPrefilter {
             let equal = comparison.op == .equal
             if value.isNull { return ("\(column) IS \(equal ? "" : "NOT ")NULL", true) }
             guard let (sql, exact) = constant(value, domain) else { return (nil, false) }
-            return ("\(column) IS \(equal ? "NOT " : "")DISTINCT FROM \(sql)", exact)
+            return (
+                equal ? "(\(column) = \(sql) AND \(column) IS NOT NULL)" : "(\(column) <> \(sql) OR \(column) IS NULL)",
+                exact
+            )
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
             guard let value = try coerced(comparison.rhs), !value.isNull, let (sql, exact) = constant(value, domain)
             else { return (nil, false) }
-            return ("COALESCE(\(column) \(comparison.op.rawValue) \(sql), false)", exact)
+            return ("(\(column) \(comparison.op.rawValue) \(sql) AND \(column) IS NOT NULL)", exact)
         case .between:
             guard case .list(let bounds) = comparison.rhs, bounds.count == 2,
                 let low = try coerced(bounds[0]), let high = try coerced(bounds[1]), !low.isNull, !high.isNull,
                 let (lowSQL, lowExact) = constant(low, domain), let (highSQL, highExact) = constant(high, domain)
             else { return (nil, false) }
-            return ("COALESCE(\(column) >= \(lowSQL) AND \(column) <= \(highSQL), false)", lowExact && highExact)
+            return (
+                "(\(column) >= \(lowSQL) AND \(column) <= \(highSQL) AND \(column) IS NOT NULL)", lowExact && highExact
+            )
         case .in:
             guard case .list(let items) = comparison.rhs else { return (nil, false) }
             if items.isEmpty { return ("false", true) }
-            var parts: [String] = []
+            var values: [String] = []
+            var null = false
             var exact = true
             for item in items {
                 guard let value = try coerced(item) else { return (nil, false) }
                 if value.isNull {
-                    parts.append("\(column) IS NULL")
+                    null = true
                     continue
                 }
                 guard let (sql, itemExact) = constant(value, domain) else { return (nil, false) }
-                parts.append("\(column) IS NOT DISTINCT FROM \(sql)")
+                values.append(sql)
                 exact = exact && itemExact
             }
+            var parts =
+                values.isEmpty ? [] : ["(\(column) IN (\(values.joined(separator: ", "))) AND \(column) IS NOT NULL)"]
+            if null { parts.append("\(column) IS NULL") }
             return ("(" + parts.joined(separator: " OR ") + ")", exact)
         case .beginsWith:
             // UTF-8 never holds the byte 0xFF, so the texts starting with p are those in [p, p‖FF).
@@ -201,7 +229,7 @@ struct PostgreSQLPrefilter {
             if prefix.isEmpty { return ("\(column) IS NOT NULL", true) }
             let low = parameter(.bytes(Data(prefix.utf8)), cast: "bytea")
             let high = parameter(.bytes(Data(prefix.utf8) + [0xFF]), cast: "bytea")
-            return ("COALESCE(\(column) >= \(low) AND \(column) < \(high), false)", true)
+            return ("(\(column) >= \(low) AND \(column) < \(high) AND \(column) IS NOT NULL)", true)
         case .endsWith, .contains, .like, .matches: return (nil, false)
         }
     }

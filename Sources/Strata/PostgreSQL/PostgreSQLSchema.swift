@@ -5,8 +5,9 @@ import Foundation
 /// a column per attribute and to-one relationship, join tables with `position` and
 /// `target_position`), with PostgreSQL types chosen so that SQL compares and sorts as Strata does
 /// (``ValueOrdering``): text and URIs as `bytea` (byte order, and a NUL is a character like any
-/// other), Booleans as 0/1 and dates as microseconds in `bigint`, decimals as exact text (compared
-/// through `double precision`, as in SQLite), UUIDs as lower-case text.
+/// other), Booleans as 0/1 and dates as microseconds in `bigint`, decimals in unconstrained
+/// `numeric` (which holds every value `NSDecimalNumber` does exactly, and compares them as numbers;
+/// written and read as their digits, never through a double), UUIDs as lower-case text.
 struct PostgreSQLSchema: Sendable {
     let base: SQLiteSchema
     /// The PostgreSQL schema holding the store's tables.
@@ -106,7 +107,8 @@ struct PostgreSQLSchema: Sendable {
         case .integer16, .integer32, .integer64, .boolean, .date: "bigint"
         case .double, .float: "double precision"
         case .string, .uri, .binary: "bytea"
-        case .decimal, .uuid, .json: "text"
+        case .decimal: "numeric"
+        case .uuid, .json: "text"
         }
     }
 

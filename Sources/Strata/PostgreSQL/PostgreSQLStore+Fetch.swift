@@ -35,7 +35,7 @@ extension PostgreSQLStore {
             if let predicate {
                 var prefilter = PostgreSQLPrefilter(
                     model: model, entity: request.entityName, table: table, storeIdentifier: metadata.identifier,
-                    firstIndex: arguments.count + 1)
+                    firstIndex: arguments.count + 1, numericDecimals: numericDecimals)
                 if let condition = try prefilter.condition(predicate).sql {
                     from += (arguments.isEmpty ? " WHERE " : " AND ") + "(\(condition))"
                     arguments += prefilter.arguments

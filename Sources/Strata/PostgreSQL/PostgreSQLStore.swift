@@ -44,6 +44,8 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     let reader: PGPipelineReader
     /// The most connections ``reader`` opens (within the pool's size).
     static let readerWidth = 4
+    /// Whether decimal columns are `numeric` (see ``convertTextDecimals(_:namespace:configuration:model:readOnly:)``).
+    let numericDecimals: Bool
     /// The PostgreSQL server's version number (160004 for 16.4).
     public let serverVersion: Int
     /// `PostgreSQL 15.8` (from ``serverVersion``).
@@ -106,6 +108,16 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         self.reader = reader
         pool.onInvalidate = { reader.reset() }
         let hashes = model.entityVersionHashes.filter { entities.contains($0.key) }
+        do {
+            numericDecimals = try pool.with { (c: PGConnection) throws(PGError) in
+                try Self.convertTextDecimals(
+                    c, namespace: namespace, configuration: configuration, model: model, readOnly: options.readOnly)
+            }
+        } catch {
+            throw StoreError(
+                .io, "cannot open the PostgreSQL store \(PGConnection.redacted(url.absoluteString)): \(error)",
+                storeURL: url)
+        }
         // Written with another model: migrated first when asked to, as SQLite stores are.
         if options.migrate, !options.readOnly,
             let pending = try PostgreSQLStoreKind().pendingMigration(

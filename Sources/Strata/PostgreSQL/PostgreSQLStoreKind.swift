@@ -83,12 +83,6 @@ struct PostgreSQLStoreKind: StoreKind {
         let target = try SQLMigrationTarget(
             values: values, found: found, model: model, configuration: configuration, hashes: hashes,
             options: description.options, url: url)
-        if let mapping = target.plan.steps.lazy.compactMap(\.mappingModel).first {
-            throw StoreError(
-                .incompatibleModel,
-                "mapping model \(mapping.name) runs on SQLite stores only; migrate the store as an SQLite file, then move it",
-                storeURL: url)
-        }
         return PostgreSQLPendingMigration(target)
     }
 

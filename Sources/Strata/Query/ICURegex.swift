@@ -5,7 +5,7 @@ import _FoundationICU
 /// ICU's step limit (`uregex_setTimeLimit`), so a pattern that backtracks catastrophically on a
 /// value (`(a+)+$` on forty `a`s and a `b`) stops with an error instead of holding a core for
 /// minutes. Patterns are compiled once and cloned per match (an ICU matcher is not thread-safe).
-final class ICURegex: @unchecked Sendable {
+package final class ICURegex: @unchecked Sendable {
     // Safe to share: `pattern` is only cloned, never matched on, and ICU clones are independent.
     private let pattern: OpaquePointer
 
@@ -21,14 +21,18 @@ final class ICURegex: @unchecked Sendable {
     deinit { swift_uregex_close(pattern) }
 
     /// The compiled `text` (with `[c]`), from the cache; nil when ICU cannot compile it.
-    /// - Throws: for a pattern longer than ``maxPatternLength``.
-    static func compiled(_ text: String, caseInsensitive: Bool) throws(PredicateError) -> ICURegex? {
+    /// - Parameter maxLength: the longest pattern accepted (``maxPatternLength`` for a request's
+    ///   own; the server's filter patterns are longer).
+    /// - Throws: for a pattern longer than `maxLength`.
+    package static func compiled(_ text: String, caseInsensitive: Bool, maxLength: Int = maxPatternLength)
+        throws(PredicateError) -> ICURegex?
+    {
         let key = (caseInsensitive ? "1:" : "0:") + text
         if let known = cache.withLock({ $0[key] }) { return known }
         let units = Array(text.utf16)
-        guard units.count <= maxPatternLength else {
+        guard units.count <= maxLength else {
             throw PredicateError(
-                "a MATCHES pattern is \(units.count) characters long; at most \(maxPatternLength) are accepted")
+                "a MATCHES pattern is \(units.count) characters long; at most \(maxLength) are accepted")
         }
         var status = U_ZERO_ERROR
         let flags: UInt32 = caseInsensitive ? UInt32(UREGEX_CASE_INSENSITIVE.rawValue) : 0
@@ -44,7 +48,7 @@ final class ICURegex: @unchecked Sendable {
 
     /// Whether all of `text` matches.
     /// - Throws: when the match takes more than ``stepLimit`` steps.
-    func matchesWhole(_ text: String, patternText: String) throws(PredicateError) -> Bool {
+    package func matchesWhole(_ text: String, patternText: String) throws(PredicateError) -> Bool {
         var status = U_ZERO_ERROR
         guard let matcher = swift_uregex_clone(pattern, &status), status.rawValue <= 0 else { return false }
         defer { swift_uregex_close(matcher) }

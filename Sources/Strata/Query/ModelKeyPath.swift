@@ -18,6 +18,9 @@ struct ModelKeyPath: Sendable, Hashable {
         /// `relationship.@count`: the number of objects a to-many relationship of the object reached
         /// (an object of `entity`) holds.
         case count(RelationshipDescription, entity: String)
+        /// `composite.element`: a leaf element of a composite attribute of the object reached, at
+        /// `path` below the attribute.
+        case element(AttributeDescription, path: [String], element: AttributeDescription)
     }
 
     /// The path as written.
@@ -32,6 +35,7 @@ struct ModelKeyPath: Sendable, Hashable {
     var valueType: AttributeType? {
         switch leaf {
         case .attribute(let attribute): attribute.type
+        case .element(_, _, let element): element.type
         case .count: .integer64
         case .object: nil
         }
@@ -54,6 +58,19 @@ struct ModelKeyPath: Sendable, Hashable {
             if name == "SELF" { throw PredicateError("'SELF' can only start a key path, in '\(text)'") }
             if name.hasPrefix("@") {
                 throw PredicateError("'\(name)' in '\(text)' must follow a to-many relationship")
+            }
+            if let attribute = model.attribute(name, of: current), attribute.isComposite, !isLast {
+                let path = Array(components[(index + 1)...])
+                guard let element = attribute.element(at: path) else {
+                    throw PredicateError(
+                        "'\(name)' of '\(current)' has no element '\(path.joined(separator: "."))' (elements: \((attribute.elements ?? []).map(\.name).joined(separator: ", ")))"
+                    )
+                }
+                guard !element.isComposite else {
+                    throw PredicateError("'\(text)' is a composite; compare one of its elements")
+                }
+                leaf = .element(attribute, path: path, element: element)
+                break
             }
             if let attribute = model.attribute(name, of: current) {
                 guard isLast else {
@@ -127,6 +144,11 @@ struct ModelKeyPath: Sendable, Hashable {
             case .attribute(let attribute):
                 let value = try property(object, attribute.name)
                 if case .value = value { elements.append(value) } else { elements.append(.value(.null)) }
+            case .element(let attribute, let path, let element):
+                var json: JSONValue = .null
+                if case .value(.json(let value)) = try property(object, attribute.name) { json = value }
+                for key in path { json = json.objectValue?[key] ?? .null }
+                elements.append(.value(AttributeValue(json: json, as: element.type) ?? .null))
             case .object: elements.append(.object(object))
             case .count(let relationship, _):
                 if case .list(let items) = try property(object, relationship.name) {

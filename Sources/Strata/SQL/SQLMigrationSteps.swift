@@ -36,12 +36,37 @@ struct SQLMigrationSteps<Dialect: SQLDialect, Connection: SQLExecutor> where Con
         try connection.run(sql, arguments.values)
     }
 
-    /// Fills join table `join` from the old one, named `old` as statements write it; source and
-    /// target change places when the relationship's sides did.
-    func copyPairs(into join: String, from old: String, swapped: Bool) throws(Connection.Failure) {
-        let columns = swapped ? "\"target\", \"source\"" : "\"source\", \"target\""
+    /// Fills the new join table of `source` from its old join table, named `old` as statements
+    /// write it, or from its temporary links table: source and target change places when the
+    /// relationship's sides did, and each side's order comes from the old column that held it,
+    /// or, for a side that had none, from the members' primary keys.
+    func fillJoin(_ source: SQLJoinSource, from old: String?) throws(Connection.Failure) {
+        let pairs: String
+        if let old {
+            let orders = source.readsTargetPosition ? ", \"target_position\" AS \"otp\"" : ""
+            pairs = "SELECT \"source\" AS \"s\", \"target\" AS \"t\", \"position\" AS \"op\"\(orders) FROM \(old)"
+        } else if let links = source.links {
+            pairs =
+                "SELECT \"owner\" AS \"s\", \"member\" AS \"t\" FROM \(dialect.quote(SQLJoinSource.linksTable(links.join)))"
+        } else {
+            return
+        }
+        let (from, to) = source.swapped ? ("\"t\"", "\"s\"") : ("\"s\"", "\"t\"")
+        func order(_ column: String?, partition: String, by other: String) -> String {
+            switch column {
+            case "position": "\"op\""
+            case "target_position": "\"otp\""
+            default: "ROW_NUMBER() OVER (PARTITION BY \(partition) ORDER BY \(other)) - 1"
+            }
+        }
+        var columns = "\"source\", \"target\", \"position\""
+        var values = "\(from), \(to), \(order(source.position, partition: from, by: to))"
+        if source.join.isTargetOrdered {
+            columns += ", \"target_position\""
+            values += ", \(order(source.targetPosition, partition: to, by: from))"
+        }
         try connection.run(
-            "INSERT INTO \(dialect.table(join)) (\"source\", \"target\", \"position\") SELECT \(columns), \"position\" FROM \(old)",
+            "INSERT INTO \(dialect.table(source.join.name)) (\(columns)) SELECT \(values) FROM (\(pairs)) AS \"pairs\"",
             [])
     }
 
@@ -153,30 +178,96 @@ struct SQLJoinSource {
     /// The join table of the new schema.
     let join: JoinTableDescription
     /// The old join table its pairs come from, if any.
-    let old: String?
-    /// Whether the old table's source and target columns change places.
-    let swapped: Bool
+    var old: String? = nil
+    /// Whether source and target change places (the old table's, or the links' owner and member).
+    var swapped = false
     /// Whether it is the old table, kept as it is.
-    let keep: Bool
+    var keep = false
+    /// The old relationship whose links (from its foreign key, or its inverse's) fill it, kept
+    /// in a temporary table (``linksTable(_:)``) made before the step moves anything.
+    var links: Links? = nil
+    /// The old column `position` is copied from (`position` or `target_position`); nil: the
+    /// members' primary keys order each list.
+    var position: String? = nil
+    /// The old column `target_position` is copied from, when the new table has one; nil: keys.
+    var targetPosition: String? = nil
+
+    /// An old relationship of an entity, read into the links table of join table `join`.
+    struct Links: Sendable, Hashable {
+        var join: String
+        var entity: String
+        var relationship: String
+    }
+
+    /// Whether the copy reads the old table's `target_position`.
+    var readsTargetPosition: Bool { position == "target_position" || targetPosition == "target_position" }
+
+    /// The temporary table of (owner, member) pairs that fills join table `join`.
+    static func linksTable(_ join: String) -> String { "_strata_links_\(join)" }
 }
 
 extension MigrationStep {
-    /// Where each join table of `newSchema` takes its rows from, and the old join tables used.
+    /// The old relationships whose links fill a new join table through a temporary table.
+    func links(oldSchema: SQLiteSchema) -> [SQLJoinSource.Links] {
+        guard mappingModel == nil else { return [] }
+        return joinSources(oldSchema: oldSchema, newSchema: SQLiteSchema(model: new, entities: newEntities)).0
+            .compactMap(\.links)
+    }
+
+    /// Where each join table of `newSchema` takes its rows from, and the old join tables used:
+    /// the old relationship of its source side (else of its target side, with the sides
+    /// swapped) gives its pairs, from the old join table when it had one, else from its foreign
+    /// key or its inverse's.
     func joinSources(oldSchema: SQLiteSchema, newSchema: SQLiteSchema) -> ([SQLJoinSource], Set<String>) {
         var sources: [SQLJoinSource] = []
         var consumed: Set<String> = []
+        func side(_ entity: String, _ relationship: String?) -> (entity: String, name: String)? {
+            guard let relationship, let oldEntity = mapping.entities[entity],
+                let oldName = mapping.relationships[entity]?[relationship] ?? nil,
+                old.relationship(oldName, of: oldEntity) != nil
+            else { return nil }
+            return (old.declaringEntity(of: oldName, in: oldEntity) ?? oldEntity, oldName)
+        }
         for join in newSchema.joinTables {
-            var source: (String, Bool)?
-            if let oldEntity = mapping.entities[join.sourceEntity],
-                let oldName = mapping.relationships[join.sourceEntity]?[join.sourceRelationship] ?? nil,
-                case .joinTable(let oldJoin, let wasSource)? = old.storage(of: oldName, in: oldEntity),
-                oldSchema.joinTables.contains(where: { $0.name == oldJoin.name }), !consumed.contains(oldJoin.name)
-            {
-                source = (oldJoin.name, !wasSource)
-                consumed.insert(oldJoin.name)
+            var source = SQLJoinSource(join: join)
+            let reversed: Bool
+            let from: (entity: String, name: String)
+            if let found = side(join.sourceEntity, join.sourceRelationship) {
+                (from, reversed) = (found, false)
+            } else if let found = side(join.targetEntity, join.targetRelationship) {
+                (from, reversed) = (found, true)
+            } else {
+                sources.append(source)
+                continue
             }
-            let keep = source.map { $0.0 == join.name && !$0.1 } ?? false
-            sources.append(SQLJoinSource(join: join, old: source?.0, swapped: source?.1 ?? false, keep: keep))
+            switch old.storage(of: from.name, in: from.entity) {
+            case .joinTable(let oldJoin, let wasSource):
+                guard oldSchema.joinTables.contains(where: { $0.name == oldJoin.name }),
+                    !consumed.contains(oldJoin.name)
+                else { break }
+                consumed.insert(oldJoin.name)
+                source.old = oldJoin.name
+                source.swapped = wasSource == reversed
+                let orders = (oldJoin.isOrdered ? "position" : nil, oldJoin.isTargetOrdered ? "target_position" : nil)
+                let (sourceOrder, targetOrder) = source.swapped ? (orders.1, orders.0) : (orders.0, orders.1)
+                // An ordered side takes its old order, or its members' keys when it had none; an
+                // unordered one keeps the old positions of its side when it is the same side.
+                if join.isOrdered {
+                    source.position = sourceOrder
+                } else {
+                    source.position = source.swapped ? nil : "position"
+                }
+                source.targetPosition = targetOrder
+                source.keep =
+                    oldJoin.name == join.name && !source.swapped && source.position == "position"
+                    && (!join.isTargetOrdered || source.targetPosition == "target_position")
+            case .foreignKey, .inverseForeignKey:
+                source.links = SQLJoinSource.Links(join: join.name, entity: from.entity, relationship: from.name)
+                source.swapped = reversed
+            case nil:
+                break
+            }
+            sources.append(source)
         }
         return (sources, consumed)
     }
@@ -199,6 +290,10 @@ extension MigrationStep {
             case let other: return other
             }
         case .foreignKey(let relationship):
+            let place = new.declaringEntity(of: relationship.name, in: entity) ?? entity
+            if mapping.inverseFills.contains(MigrationMapping.Link(entity: place, relationship: relationship.name)) {
+                return .member(table: MigrationCheck.membersTable(entity: place, relationship: relationship.name))
+            }
             guard let oldName = mapping.relationships[entity]?[relationship.name] ?? nil else { return .null }
             let oldEntity = mapping.entities[entity] ?? entity
             if old.relationship(oldName, of: oldEntity)?.isToMany == true {

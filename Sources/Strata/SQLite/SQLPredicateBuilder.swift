@@ -192,6 +192,18 @@ struct SQLPredicateBuilder {
         switch path.leaf {
         case .attribute(let attribute):
             return .column(try column(attribute.columnName, in: scope), type: attribute.type, name: path.text)
+        case .element(let attribute, let elementPath, let element):
+            // The composite's JSON text holds the element as its JSON form: strings, numbers and
+            // Booleans compare as SQLite reads them back; other types are written differently.
+            let readable: [AttributeType] = [.string, .integer16, .integer32, .integer64, .double, .float, .boolean]
+            guard readable.contains(element.type) else {
+                throw PredicateError(
+                    "'\(path.text)' is a composite element of type \(element.type.rawValue); a predicate on a composite element must be on a string, integer, floating-point or Boolean element"
+                )
+            }
+            let jsonPath = "$" + elementPath.map { "." + Self.jsonPathKey($0) }.joined()
+            let column = try column(attribute.columnName, in: scope)
+            return .column("json_extract(\(column), \(bind: .text(jsonPath)))", type: element.type, name: path.text)
         case .object(let entity):
             return .objectKey(scope.key, entity: entity, name: path.text)
         case .count(let relationship, _):
@@ -222,6 +234,9 @@ struct SQLPredicateBuilder {
             return .list(operands)
         }
     }
+
+    /// A key of a SQLite JSON path, quoted.
+    static func jsonPathKey(_ key: String) -> String { "\"" + key + "\"" }
 
     /// Converts a constant to the form stored for `attribute`, or fails when it cannot compare.
     static func coerce(_ value: AttributeValue, to attribute: AttributeDescription) throws(PredicateError)

@@ -22,6 +22,8 @@ struct SQLiteDialect: SQLDialect {
     /// fraction when it has none (`21`, not `21.0`).
     func convert(_ column: String, from: AttributeType, to: AttributeType) -> String {
         switch to {
+        case .boolean:
+            return "CASE WHEN \(column) IS NULL THEN NULL WHEN CAST(\(column) AS REAL) <> 0 THEN 1 ELSE 0 END"
         case .integer16, .integer32, .integer64:
             return Self.isInteger(from) ? column : "CAST(\(column) AS INTEGER)"
         case .double, .float:

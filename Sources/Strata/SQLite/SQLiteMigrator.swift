@@ -146,8 +146,9 @@ enum SQLiteMigrator {
         try moveOldTables(plan, db: db)
         try buildTables(plan, db: db)
         try alignIndexes(plan, db: db)
+        try steps(db).clearLinksOutsideDestinations(step, in: plan.newSchema)
         if step.mapping.removesObjects { try steps(db).clearReferencesToRemovedObjects(in: plan.newSchema) }
-        try steps(db).dropMembersTables(step)
+        try steps(db).dropMembersTables(step, oldSchema: plan.oldSchema)
     }
 
     /// Moves tables to be rebuilt out of the way (their indexes dropped, names being global) and
@@ -192,10 +193,8 @@ enum SQLiteMigrator {
         }
         for join in plan.joins where !join.keep {
             if let sql = plan.createStatement(join.join.name) { try db.execute(sql) }
-            if let old = join.old {
-                try steps.copyPairs(into: join.join.name, from: quote(oldTablePrefix + old), swapped: join.swapped)
-                try db.execute("DROP TABLE \(quote(oldTablePrefix + old))")
-            }
+            try steps.fillJoin(join, from: join.old.map { quote(oldTablePrefix + $0) })
+            if let old = join.old { try db.execute("DROP TABLE \(quote(oldTablePrefix + old))") }
         }
     }
 

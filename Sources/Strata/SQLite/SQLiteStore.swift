@@ -69,7 +69,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     /// Opens or creates the store at `url` for `configuration` of `model`.
     ///
     /// A store written with another version of the model is migrated in one transaction when
-    /// `options.migrate` is set (stepping through `options.modelHistory` when given). To migrate
+    /// `options.migrate` is set (see ``MigrationPlan/steps``). To migrate
     /// several stores all together or not at all, use ``StoreCoordinator/addStores(_:)``.
     /// - Throws: ``StoreError``: `.unknownConfiguration`, `.io`, `.configurationMismatch`,
     ///   `.incompatibleModel` (also for a migration that cannot be inferred, and for the target of

@@ -27,11 +27,13 @@ public struct StoreOptions: Sendable, Hashable {
     /// Whether a store written with an older model is migrated (lightweight, inferred) when it is
     /// opened; when false such a store is refused with `.incompatibleModel` (SQLite only).
     public var migrate: Bool
-    /// Earlier versions of the model, oldest first, that a migration steps through (a
-    /// `.xcdatamodeld`'s versions, say); empty: one step from the model the store recorded.
+    /// Earlier versions of the model, oldest first (a `.xcdatamodeld`'s versions, say): they tell
+    /// the version of a store that does not record its model, and place mapping models between
+    /// the store's version and the model. A migration infers one step from the store's version to
+    /// the model, as Core Data does, plus the steps of the mapping models that lie between.
     public var modelHistory: [ObjectModel]
     /// Mapping models (Core Data `.xcmappingmodel`s) that a migration runs, instead of inferring
-    /// it, for the steps between the model versions each names (SQLite only).
+    /// it, for the steps between the model versions each names (SQLite and PostgreSQL stores).
     public var mappingModels: [MappingModel]
     /// The migration policies that entity mappings naming a custom policy class run, by that
     /// class name (see ``EntityMigrationPolicy``).

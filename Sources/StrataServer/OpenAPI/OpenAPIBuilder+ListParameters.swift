@@ -18,19 +18,13 @@ extension OpenAPIBuilder {
                 ("required", false),
                 (
                     "schema",
-                    ["type": "string", "pattern": #"^(not\.)?((eq|neq)\.-?[0-9]+|in\.\(-?[0-9]+(,-?[0-9]+)*\))$"#]
+                    ["type": "string", "pattern": .string(FilterSyntax.idPattern(null: false))]
                 ),
                 ("example", "in.(1,2)"),
             ])
         ]
-        let prefix = #"^(not\.)?"#
-        let comparisons = "eq|neq|gt|gte|lt|lte"
-        // Every value the server accepts matches; the value after the operator is checked by type.
-        func pattern(text: Bool) -> String {
-            prefix + "((" + comparisons + (text ? "|like|ilike" : "") + #")\.|in\.\([\s\S]*\)$|is\.(null|true|false)$)"#
-        }
+        // The server refuses exactly the values these patterns do not match (``FilterSyntax``).
         for attribute in model.attributes(of: entity.name) where !Self.reservedQueryNames.contains(attribute.name) {
-            let text = attribute.type == .string || attribute.type == .uri
             let example: String =
                 switch attribute.type {
                 case .string: "ilike.*a*"
@@ -40,7 +34,8 @@ extension OpenAPIBuilder {
                 case .decimal: "gte.10.00"
                 case .boolean: "is.true"
                 case .date: "gt.2024-01-01T00:00:00Z"
-                case .uuid, .binary, .json: "not.is.null"
+                case .uuid: "eq.123e4567-e89b-12d3-a456-426614174000"
+                case .binary, .json: "not.is.null"
                 }
             let about = attribute.documentation.map { " " + $0 } ?? ""
             parameters.append(
@@ -50,11 +45,11 @@ extension OpenAPIBuilder {
                     (
                         "description",
                         .string(
-                            "Filter on \(attribute.name) (\(attribute.type.rawValue)): `op.value`, "
-                                + "`not.op.value`, `in.(a,b)` or `is.null`, e.g. `\(example)`.\(about)")
+                            "Filter on \(attribute.name): \(FilterSyntax.describe(attribute.type)); "
+                                + "e.g. `\(example)`.\(about)")
                     ),
                     ("required", false),
-                    ("schema", ["type": "string", "pattern": .string(pattern(text: text))]),
+                    ("schema", ["type": "string", "pattern": .string(FilterSyntax.pattern(attribute.type))]),
                     ("example", .string(example)),
                 ]))
         }
@@ -67,11 +62,12 @@ extension OpenAPIBuilder {
                     (
                         "description",
                         .string(
-                            "Filter on the related \(relationship.destination) id: `eq.7`, `in.(1,2)`, `is.null`, "
-                                + "with `not.` to negate.")
+                            "Filter on the related \(relationship.destination) id: `eq.7`, `neq.7`, `in.(1,2)` "
+                                + "(`null` may be an item), `is.null`, with `not.` to negate; an id no object has "
+                                + "matches nothing.")
                     ),
                     ("required", false),
-                    ("schema", ["type": "string", "pattern": .string(pattern(text: false))]),
+                    ("schema", ["type": "string", "pattern": .string(FilterSyntax.idPattern(null: true))]),
                     ("example", "eq.1"),
                 ]))
         }
@@ -147,7 +143,13 @@ extension OpenAPIBuilder {
 
     /// `where=<predicate format string>`.
     func whereParameter(_ entity: EntityDescription) -> OpenAPINode {
-        .members([
+        let composite = model.attributes(of: entity.name).first { $0.isComposite }
+        let elements = composite.flatMap { attribute in
+            attribute.compositeLeaves.first.map { leaf in
+                " A composite's elements are read by key path, e.g. `\(([attribute.name] + leaf.path).joined(separator: "."))`."
+            }
+        }
+        return .members([
             ("name", "where"),
             ("in", "query"),
             (
@@ -155,10 +157,13 @@ extension OpenAPIBuilder {
                 .string(
                     "A predicate format string, as Core Data writes them: comparisons, `BEGINSWITH`, `ENDSWITH`, "
                         + "`CONTAINS`, `LIKE`, `MATCHES`, `IN`, `BETWEEN`, `AND`, `OR`, `NOT`, `[c]` and `[d]`, "
-                        + "key paths through to-one relationships, `ANY` and `ALL` over to-many ones, `nil`.")
+                        + "key paths through to-one relationships, `ANY` and `ALL` over to-many ones, `nil`. "
+                        + "No control characters: a string literal writes one as an escape (`\\n`)."
+                        + (elements ?? ""))
             ),
             ("required", false),
-            ("schema", ["type": "string"]),
+            // A grammar no pattern states; the pattern says what the server refuses before parsing.
+            ("schema", ["type": "string", "pattern": .string(FilterSyntax.wherePattern)]),
             ("example", model.attributes(of: entity.name).first.map { .string("\($0.name) != nil") }),
         ])
     }

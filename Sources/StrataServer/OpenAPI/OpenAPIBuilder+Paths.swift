@@ -350,7 +350,10 @@ extension OpenAPIBuilder {
         text +=
             ". Each filter parameter is `op.value`: `eq`, `neq`, `gt`, `gte`, `lt`, `lte`, `like` and `ilike` (text "
             + "attributes; `*` and `?` are wildcards), `in.(a,b)`, `is.null`, and for Booleans `is.true` and "
-            + "`is.false`; `not.` before any of them negates it (`year=not.is.null`). A to-one relationship filters "
+            + "`is.false`; `not.` before any of them negates it (`year=not.is.null`). Binary attributes take `eq`, "
+            + "`neq`, `in` and `is.null`, JSON ones only `is.null`; each parameter's pattern states the values "
+            + "its type takes (a value no store can hold, such as `pages=gt.99999` on a 16-bit integer, compares "
+            + "as what it is). A to-one relationship filters "
             + "by the related id. All filters apply together, with `where`, a predicate format string for the rest "
             + "(`AND`, `OR`, `NOT`, `BEGINSWITH`, `CONTAINS[c]`, `IN`, key paths such as `author.name`)."
         return text

@@ -242,6 +242,7 @@ extension OpenAPIBuilder {
         case .uri:
             return ["type": "string", "format": "uri"]
         case .json:
+            if let elements = attribute.elements { return compositeSchema(elements, mode: mode) }
             if writing, !attribute.isOptional {
                 // Any JSON value but null.
                 return [
@@ -253,6 +254,25 @@ extension OpenAPIBuilder {
             }
             return ["description": "Any JSON value."]
         }
+    }
+
+    /// A composite: an object with one property per element. A value written replaces the whole
+    /// composite, so it needs the required elements and a missing optional one is null (elements'
+    /// defaults apply to a new object only). The server answers every element of a value written
+    /// over HTTP; one a library user stored may leave optional elements out, so only the required
+    /// ones are required when reading too.
+    private func compositeSchema(_ elements: [AttributeDescription], mode: SchemaMode) -> OpenAPINode {
+        let elementMode: SchemaMode = mode == .read ? .read : .patch
+        var properties = OpenAPINode.object([])
+        var required: [OpenAPINode] = []
+        for element in elements {
+            properties.set(element.name, attributeSchema(element, mode: elementMode))
+            if !element.isOptional { required.append(.string(element.name)) }
+        }
+        var schema: OpenAPINode = ["type": "object", "properties": properties]
+        if !required.isEmpty { schema.set("required", .array(required)) }
+        schema.set("additionalProperties", false)
+        return schema
     }
 
     /// A decimal: text (exact), or when writing a JSON integer too; `notes` gets the bounds a
@@ -393,9 +413,15 @@ extension OpenAPIBuilder {
         ]
     }
 
-    /// `POST /_batch` request and response schemas.
-    static func batchSchemas(_ limits: RequestLimits) -> [(key: String, value: OpenAPINode)] {
-        [
+    /// `POST /_batch` request and response schemas; `resources` are the entities' resource paths
+    /// (`books`), whose collections and objects are what an operation's `path` may name.
+    static func batchSchemas(_ limits: RequestLimits, resources: [String] = []) -> [(key: String, value: OpenAPINode)] {
+        // A collection or an object id (decimal, as `Int64(_:)` reads it, so `+7` too; an id no
+        // object has is a 404), with the one trailing slash routes allow: the paths a batch takes.
+        // Which method fits which (POST a collection, the others an object) is a rule between two
+        // members, which the batch answers with 422.
+        let path = "^/(?:" + resources.map(regexEscaped).joined(separator: "|") + ")(?:/\\+?[0-9]+)?/?$"
+        return [
             (
                 "BatchRequest",
                 [
@@ -422,7 +448,7 @@ extension OpenAPIBuilder {
                     "properties": [
                         "method": ["type": "string", "enum": ["GET", "POST", "PATCH", "PUT", "DELETE"]],
                         "path": [
-                            "type": "string", "pattern": "^/[^?]*$",
+                            "type": "string", "pattern": .string(path),
                             "description":
                                 "A collection (`POST`) or object path (`GET`, `PATCH`, `PUT`, `DELETE`), without a query string.",
                         ],

@@ -131,7 +131,8 @@ struct OpenAPIBuilder {
         paths += systemPaths()
         paths += diagramPaths()
         paths += exportPaths()
-        schemas += Self.problemSchemas + Self.batchSchemas(limits) + Self.systemSchemas
+        let resources = model.entities.map { model.resourcePath(of: $0.name) }
+        schemas += Self.problemSchemas + Self.batchSchemas(limits, resources: resources) + Self.systemSchemas
         var tags: [OpenAPINode] = model.entities.map { entity in
             .members([
                 ("name", .string(entity.name)),

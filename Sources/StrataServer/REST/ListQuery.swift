@@ -114,6 +114,15 @@ struct ListQuery {
                 "where is \(value.count) characters long; at most \(limits.whereLength) are accepted",
                 errors: [.init(field: "where", code: "tooLong", message: "longer than \(limits.whereLength)")])
         }
+        // As the document's pattern states (``FilterSyntax/wherePattern``): a control character
+        // has no place in a predicate's text; a string literal writes one as an escape (`\n`).
+        if let control = value.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
+            let hex = String(control.value, radix: 16, uppercase: true)
+            let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            throw Problem.badRequest(
+                "where: control character \(code) is not accepted (a string literal writes one as an escape)",
+                errors: [.init(field: "where", code: "invalid", message: "control character")])
+        }
         do {
             return try FetchPredicate(format: value)
         } catch {
@@ -377,96 +386,7 @@ struct ListQuery {
             + "(?:\\.[A-Za-z0-9_-]{1,\(maxAnchorText)})?$"
     }()
 
-    /// A filter `attr=[not.]op.value`.
-    static func filter(
-        _ name: String, _ raw: String, entity: String, model: ObjectModel, objectID: (String, Int64) -> ObjectID?
-    )
-        throws(Problem) -> FetchPredicate
-    {
-        func bad(_ message: String) -> Problem {
-            Problem.badRequest("\(name): \(message)", errors: [.init(field: name, code: "invalid", message: message)])
-        }
-        if name == ObjectCodec.idKey { return try idFilter(raw, entity: entity, objectID: objectID) }
-        let attribute = model.attribute(name, of: entity)
-        let relationship = model.relationship(name, of: entity).flatMap { $0.isToMany ? nil : $0 }
-        guard attribute != nil || relationship != nil else {
-            throw Problem.badRequest(
-                "unknown query parameter '\(name)': not a filterable attribute or to-one relationship of \(entity)",
-                errors: [.init(field: name, code: "unknown", message: "unknown filter")])
-        }
-        // Split by UTF-8 bytes: a value starting with a combining mark makes one character with
-        // the dot before it.
-        var text = Substring(raw)
-        var negate = false
-        if text.utf8.starts(with: "not.".utf8) {
-            negate = true
-            text = text[text.utf8.index(text.startIndex, offsetBy: 4)...]
-        }
-        guard let dot = text.utf8.firstIndex(of: UInt8(ascii: ".")) else {
-            throw bad("expected op.value, e.g. eq.42")
-        }
-        let op = String(text[..<dot])
-        let operand = String(text[text.utf8.index(after: dot)...])
-        func value(_ literal: String) throws(Problem) -> PredicateTerm {
-            if let relationship {
-                if literal == "null" { return .object(nil) }
-                guard let pk = Int64(literal), let id = objectID(relationship.destination, pk) else {
-                    throw bad("'\(literal)' is not a \(relationship.destination) id")
-                }
-                return .object(id)
-            }
-            guard let converted = convert(literal, attribute!.type) else {
-                throw bad("'\(literal)' is not \(ObjectCodec.describe(attribute!.type))")
-            }
-            return .constant(converted)
-        }
-        let path = PredicateTerm.keyPath(name)
-        let predicate: FetchPredicate
-        switch op {
-        case "eq": predicate = .comparison(Comparison(path, .equal, try value(operand)))
-        case "neq": predicate = .comparison(Comparison(path, .notEqual, try value(operand)))
-        case "gt": predicate = .comparison(Comparison(path, .greater, try value(operand)))
-        case "gte": predicate = .comparison(Comparison(path, .greaterOrEqual, try value(operand)))
-        case "lt": predicate = .comparison(Comparison(path, .less, try value(operand)))
-        case "lte": predicate = .comparison(Comparison(path, .lessOrEqual, try value(operand)))
-        case "like", "ilike":
-            guard attribute?.type == .string || attribute?.type == .uri else {
-                throw bad("\(op) applies to text attributes")
-            }
-            predicate = .comparison(
-                Comparison(path, .like, .constant(.string(operand)), options: op == "ilike" ? .caseInsensitive : []))
-        case "in":
-            let bytes = operand.utf8
-            guard bytes.count >= 2, bytes.first == UInt8(ascii: "("), bytes.last == UInt8(ascii: ")") else {
-                throw bad("in takes a list: in.(a,b)")
-            }
-            // By UTF-8 bytes, like the operator: an item may start with a combining mark.
-            let inner = bytes.dropFirst().dropLast()
-            var items: [PredicateTerm] = []
-            if !inner.isEmpty {
-                for item in inner.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
-                    items.append(try value(String(decoding: item, as: UTF8.self)))
-                }
-            }
-            predicate = .comparison(Comparison(path, .in, .list(items)))
-        case "is":
-            switch operand {
-            case "null":
-                predicate = .comparison(Comparison(path, .equal, relationship != nil ? .object(nil) : .constant(.null)))
-            case "true", "false":
-                guard attribute?.type == .boolean else { throw bad("is.\(operand) applies to boolean attributes") }
-                predicate = .comparison(Comparison(path, .equal, .constant(.boolean(operand == "true"))))
-            default: throw bad("is takes null, true or false")
-            }
-        default:
-            throw bad(
-                "unknown operator '\(op)' (use eq, neq, gt, gte, lt, lte, like, ilike, in, is, with an optional not. before)"
-            )
-        }
-        return negate ? .not(predicate) : predicate
-    }
-
-    /// Converts query text to a value of `type`.
+    /// Converts a named query's variable from query text to a value of `type`.
     static func convert(_ text: String, _ type: AttributeType) -> AttributeValue? {
         if text == "null" { return .null }
         switch type {
@@ -483,38 +403,6 @@ struct ListQuery {
         case .binary: return Data(base64Encoded: text).map { .binary($0) }
         case .json: return (try? JSONValue.parse(text)).map { .json($0) }
         }
-    }
-
-    /// A filter on the objects' own ids: `_id=[not.]eq.5`, `_id=[not.]neq.5`, `_id=[not.]in.(1,2)`.
-    static func idFilter(_ raw: String, entity: String, objectID: (String, Int64) -> ObjectID?) throws(Problem)
-        -> FetchPredicate
-    {
-        let name = ObjectCodec.idKey
-        func bad(_ message: String) -> Problem {
-            Problem.badRequest("\(name): \(message)", errors: [.init(field: name, code: "invalid", message: message)])
-        }
-        var text = Substring(raw)
-        let negate = text.hasPrefix("not.")
-        if negate { text = text.dropFirst(4) }
-        func id(_ literal: Substring) throws(Problem) -> PredicateTerm {
-            guard let pk = Int64(literal), let id = objectID(entity, pk) else {
-                throw bad("'\(literal)' is not an id (ids are integers)")
-            }
-            return .object(id)
-        }
-        let predicate: FetchPredicate
-        if text.hasPrefix("eq.") {
-            predicate = .comparison(Comparison(.keyPath("SELF"), .equal, try id(text.dropFirst(3))))
-        } else if text.hasPrefix("neq.") {
-            predicate = .comparison(Comparison(.keyPath("SELF"), .notEqual, try id(text.dropFirst(4))))
-        } else if text.hasPrefix("in.("), text.hasSuffix(")") {
-            var ids: [PredicateTerm] = []
-            for part in text.dropFirst(4).dropLast().split(separator: ",") { ids.append(try id(part)) }
-            predicate = .comparison(Comparison(.keyPath("SELF"), .in, .list(ids)))
-        } else {
-            throw bad("'\(raw)' must be eq.ID, neq.ID or in.(ID,…), optionally after not.")
-        }
-        return negate ? .not(predicate) : predicate
     }
 
     /// The predicate of the fetch request template `name` of `entity`, its variables taken from

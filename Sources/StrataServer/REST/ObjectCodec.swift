@@ -206,6 +206,12 @@ struct ObjectCodec {
                     fail(name, "readOnly", "\(name) is derived (\(attribute.derivation ?? "")) and cannot be set")
                     continue
                 }
+                if attribute.isComposite, !value.isNull {
+                    if let problem = Self.setComposite(value, attribute, on: object) {
+                        fail(problem.field, "type", problem.message)
+                    }
+                    continue
+                }
                 guard let converted = AttributeValue(json: value, as: attribute.type) else {
                     fail(
                         name, "type",
@@ -268,6 +274,25 @@ struct ObjectCodec {
             }
             throw Problem.validation("the request body does not fit \(entity)", errors)
         }
+    }
+
+    /// Sets a composite attribute to `value` checked element by element; what does not fit (the
+    /// field is the element's key path when an element does not), or nil.
+    private static func setComposite(_ value: JSONValue, _ attribute: AttributeDescription, on object: ManagedObject)
+        -> (field: String, message: String)?
+    {
+        let checked: JSONValue
+        do throws(CompositeValueError) {
+            checked = try attribute.checkedComposite(value)
+        } catch {
+            return (error.path, error.message)
+        }
+        do {
+            try object.setValue(.json(checked), forKey: attribute.name)
+        } catch {
+            return (attribute.name, error.message)
+        }
+        return nil
     }
 
     static func describe(_ type: AttributeType) -> String {

@@ -81,14 +81,15 @@ extension RESTService {
             }
             for (name, value) in object { headers[name.lowercased()] = value.stringValue! }
         }
-        var body: [UInt8] = []
-        if let given = members["body"] {
-            body = Array(given.jsonText.utf8)
-            headers["content-type"] = "application/json"
-        }
+        // An operation's body is JSON, whatever its headers say: one a write needs and lacks is a
+        // 400 that says so, not a 415 for a Content-Type the batch itself never sends.
+        let body = members["body"].map { Array($0.jsonText.utf8) } ?? []
+        headers["content-type"] = "application/json"
         // By UTF-8 bytes, as routes are parsed: a `?` followed by a combining mark is one Character
         // that is not "?", and the path still has a query string.
         if path.utf8.contains(UInt8(ascii: "?")) { throw Problem.badRequest("batch paths take no query string") }
+        // As the document's pattern states: a path starts with `/` (routing reads `x/books` as `/books`).
+        if path.utf8.first != UInt8(ascii: "/") { throw Problem.badRequest("a batch path starts with /") }
         let sub = HTTPRequest(method: method, path: path, headers: headers, body: body)
         let route = Route(path: path, resources: resources)
         if method != "GET", isReadOnly(route) {

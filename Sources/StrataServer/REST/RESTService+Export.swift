@@ -115,6 +115,8 @@ extension RESTService {
             report = try CoreDataExporter.export(
                 model: model, coordinator: root.coordinator, to: file,
                 options: CoreDataExportOptions(
+                    // One file: every Binary value stays in the store, none in external data files.
+                    externalDataThreshold: .max,
                     progress: CoreDataExportProgress { written, total in progress.note(written, of: total) },
                     leavingOut: hidden))
         } catch let error as StoreError {

@@ -1,6 +1,6 @@
 import Foundation
 
-extension SQLiteMappingMigrator {
+extension MappingRun {
     /// Makes the destination objects of one mapping step from the source graph. A class: the
     /// ``MigrationManager`` a policy is handed works on it.
     final class Builder {
@@ -81,7 +81,7 @@ extension SQLiteMappingMigrator {
 
         /// A new destination object of `entity` with its attributes' defaults, keyed `preferred`
         /// when its table has that key free.
-        func insert(_ entity: String, preferred: Int64? = nil) throws(SQLiteError) -> Key {
+        func insert(_ entity: String, preferred: Int64? = nil) throws(Failure) -> Key {
             guard step.newEntities.contains(entity), let table = schema.table(for: entity)?.name else {
                 throw failure("the destination model has no entity '\(entity)' in this store")
             }
@@ -108,7 +108,7 @@ extension SQLiteMappingMigrator {
         }
 
         /// The default destination object of `source`: its attributes from the mapping's expressions.
-        func createDestination(of source: Key, mapping entityMapping: EntityMapping) throws(SQLiteError) {
+        func createDestination(of source: Key, mapping entityMapping: EntityMapping) throws(Failure) {
             let destination = entityMapping.destinationEntity!
             let key = try insert(destination, preferred: source.pk)
             for (name, expression) in MappingPlanner.resolvedProperties(entityMapping, old: step.old, new: step.new) {
@@ -119,7 +119,7 @@ extension SQLiteMappingMigrator {
         }
 
         private func value(of expression: MappingExpression, for attribute: AttributeDescription, from key: Key)
-            throws(SQLiteError) -> SQLiteValue
+            throws(Failure) -> SQLiteValue
         {
             switch expression {
             case .keyPath("source", let path): return graph.value(path, from: key)
@@ -150,7 +150,7 @@ extension SQLiteMappingMigrator {
         /// Sets the relationships of destination object `key` from their expressions: the source
         /// objects each reaches from `source`, as the destination objects made of them (by the
         /// named entity mapping, or by whichever made them).
-        func setRelationships(of key: Key, from source: Key, mapping entityMapping: EntityMapping) throws(SQLiteError) {
+        func setRelationships(of key: Key, from source: Key, mapping entityMapping: EntityMapping) throws(Failure) {
             let destination = entityMapping.destinationEntity!
             for (name, expression) in MappingPlanner.resolvedProperties(entityMapping, old: step.old, new: step.new) {
                 guard let expression, step.new.relationship(name, of: destination) != nil else { continue }
@@ -158,7 +158,7 @@ extension SQLiteMappingMigrator {
             }
         }
 
-        private func targets(of expression: MappingExpression, from key: Key) throws(SQLiteError) -> [Key] {
+        private func targets(of expression: MappingExpression, from key: Key) throws(Failure) -> [Key] {
             var found: [Key] = []
             var seen: Set<Key> = []
             func add(_ key: Key?) { if let key, seen.insert(key).inserted { found.append(key) } }
@@ -177,7 +177,7 @@ extension SQLiteMappingMigrator {
 
         /// Records that relationship `name` of destination object `key` holds `targets`, where the
         /// store keeps it: its foreign key, its inverse's, or its join table.
-        func link(_ key: Key, _ name: String, _ targets: [Key], mappingName: String) throws(SQLiteError) {
+        func link(_ key: Key, _ name: String, _ targets: [Key], mappingName: String) throws(Failure) {
             guard !targets.isEmpty, let entity = objects[key]?.entity else { return }
             switch step.new.storage(of: name, in: entity) {
             case .foreignKey?:
@@ -205,8 +205,49 @@ extension SQLiteMappingMigrator {
             }
         }
 
+        /// The columns of destination object `key`'s row after `_pk`, `_entity` and `_version`
+        /// (every column of its entity), and their values.
+        func row(_ key: Key) -> (columns: [SQLiteSchema.Column], values: [SQLiteValue]) {
+            let object = objects[key]!
+            let columns = schema.columnsByEntity[object.entity] ?? []
+            return (columns, columns.map { object.values[$0.name] ?? .null })
+        }
+
+        /// The rows of join table `join`: source, target, position in the source's list, and,
+        /// when the target's side is ordered too, position in the target's list.
+        func joinRows(_ join: JoinTableDescription) -> [[Int64]] {
+            let pairs = pairs[join.name] ?? []
+            let positions = Self.places(of: pairs, by: { $0.source }, given: sourcePlaces[join.name] ?? [:])
+            let targetPositions = Self.places(of: pairs, by: { $0.target }, given: targetPlaces[join.name] ?? [:])
+            return pairs.enumerated().map { index, pair in
+                [pair.source, pair.target, Int64(positions[index])]
+                    + (join.isTargetOrdered ? [Int64(targetPositions[index])] : [])
+            }
+        }
+
+        /// Each pair's place in the list of the object `owner` names: the order the relationship
+        /// mapping of that side gave (`given`), then, for pairs only the other side linked, the order
+        /// they were linked in.
+        private static func places(
+            of pairs: [(source: Int64, target: Int64)], by owner: ((source: Int64, target: Int64)) -> Int64,
+            given: [[Int64]: Int]
+        ) -> [Int] {
+            var byOwner: [Int64: [Int]] = [:]
+            for (index, pair) in pairs.enumerated() { byOwner[owner(pair), default: []].append(index) }
+            var result = [Int](repeating: 0, count: pairs.count)
+            for indexes in byOwner.values {
+                let sorted = indexes.sorted { first, second in
+                    let a = given[[pairs[first].source, pairs[first].target]] ?? Int.max
+                    let b = given[[pairs[second].source, pairs[second].target]] ?? Int.max
+                    return (a, first) < (b, second)
+                }
+                for (place, index) in sorted.enumerated() { result[index] = place }
+            }
+            return result
+        }
+
         /// Fails when a destination object has no value for a required attribute.
-        func checkRequired() throws(SQLiteError) {
+        func checkRequired() throws(Failure) {
             for key in order {
                 let object = objects[key]!
                 for attribute in step.new.attributes(of: object.entity)
