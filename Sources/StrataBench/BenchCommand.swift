@@ -18,6 +18,7 @@ enum BenchCommand {
         var postgreSQL = true
         var scale = true
         var history = true
+        var export = true
         var postgresql: String?
         var plot: String?
 
@@ -27,12 +28,15 @@ enum BenchCommand {
         var soak: Int { givenSoak ?? (quick ? 10 : 60) }
         /// Objects for the library scenarios.
         var objects: Int { givenObjects ?? (quick ? 10_000 : 100_000) }
+        /// The books the export scenario writes.
+        var exportBooks: Int { quick ? 20_000 : 1_000_000 }
         /// The sizes the scale scenarios measure.
         var scaleSizes: [Int] {
             !givenScaleSizes.isEmpty ? givenScaleSizes : quick ? [10_000, 20_000] : [10_000, 100_000, 1_000_000]
         }
 
-        /// Keeps one part of the bench (`library`, `http`, `feed`, `postgresql`, `scale` or `history`).
+        /// Keeps one part of the bench (`library`, `http`, `feed`, `postgresql`, `scale`, `history` or
+        /// `export`).
         mutating func only(_ part: String) {
             library = part == "library"
             http = part == "http"
@@ -40,6 +44,7 @@ enum BenchCommand {
             postgreSQL = part == "postgresql"
             scale = part == "scale"
             history = part == "history"
+            export = part == "export"
         }
 
         /// Whether a part that loads a server over HTTP (and needs wrk) runs.
@@ -50,11 +55,11 @@ enum BenchCommand {
         name: "strata-bench",
         synopsis: """
             [--duration SECONDS] [--soak SECONDS] [--objects N]
-                                [--only library|http|feed|postgresql|scale|history] [--postgresql URI]
+                                [--only library|http|feed|postgresql|scale|history|export] [--postgresql URI]
                                 [--scale [SIZES]] [--plot FILE.svg] [--quick]
             """,
         abstract: """
-            Runs the library, HTTP, PostgreSQL, scale and history benchmarks and prints one table with
+            Runs the library, HTTP, PostgreSQL, scale, history and export benchmarks and prints one table with
             each scenario's throughput, p50/p99 latency, the baseline measured in the same run, and
             the ratio to its target.
             HTTP load comes from wrk (apt-get install wrk), against a server started in this process
@@ -83,9 +88,10 @@ enum BenchCommand {
         ) { $0.givenObjects = try $1.integer(1...Int.max, "a positive number") },
         .value(
             "--only", "PART",
-            help: "run only the library, the HTTP, the change feed, the PostgreSQL, the scale or the history scenarios"
+            help: "run only the library, the HTTP, the change feed, the PostgreSQL, the scale, the history or the "
+                + "export scenarios"
         ) {
-            $0.only(try $1.choice(["library", "http", "feed", "postgresql", "scale", "history"]))
+            $0.only(try $1.choice(["library", "http", "feed", "postgresql", "scale", "history", "export"]))
         },
         .value(
             "--postgresql", "URI",
@@ -161,6 +167,10 @@ enum BenchCommand {
         if settings.http, let wrk {
             printError("bench: HTTP scenarios (\(settings.duration) s each)…")
             try HTTPBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
+        }
+        if settings.export {
+            printError("bench: export of \(settings.exportBooks) books to Core Data's format…")
+            try ExportBench(folder: folder, books: settings.exportBooks).run(into: &table)
         }
         if settings.feed {
             printError("bench: change feed fan-out…")

@@ -101,6 +101,10 @@ enum HTTPConnection {
         let created: OpaquePointer?
         if let stream = response.stream {
             created = streamed(stream, on: connection, context: context)
+        } else if let file = response.file, let descriptor = file.take() {
+            // libmicrohttpd owns the descriptor from here: it closes it with the response.
+            created = MHD_create_response_from_fd64(UInt64(file.size), descriptor)
+            if created == nil { close(descriptor) }
         } else {
             created = response.body.withUnsafeBytes { bytes in
                 MHD_create_response_from_buffer(

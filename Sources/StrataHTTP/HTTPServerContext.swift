@@ -206,9 +206,14 @@ final class HTTPServerContext: Sendable {
     }
 
     /// Starts the clock of sending `response`: a slow reader is held to the request's total time,
-    /// except for a stream, which is open as long as it is written to.
+    /// except for a stream, which is open as long as it is written to, and a file, which may be
+    /// large (the idle timeout still holds both).
     private func started(_ response: HTTPResponse, on connection: OpaquePointer) {
-        if response.stream == nil { clock(of: connection)?.restart() } else { clock(of: connection)?.pause() }
+        if response.stream == nil && response.file == nil {
+            clock(of: connection)?.restart()
+        } else {
+            clock(of: connection)?.pause()
+        }
     }
 
     /// Notes a stream being sent, so that ``closeStreams()`` can end it.

@@ -77,7 +77,8 @@ extension StoreCoordinator {
         save.route(request.related)
         save.planParticipation(authorship: request.authorship)
         let prepared = try save.prepareStores()
-        let versions = try save.commit(prepared)
+        // Every store's part commits under the gate: a read snapshot sees all of the save or none.
+        let versions = try commitGate.committing { () throws(StoreError) in try save.commit(prepared) }
         var token: [String: Int64] = [:]
         for (identifier, part) in prepared { if let number = part.historyNumber { token[identifier] = number } }
         return SaveResult(

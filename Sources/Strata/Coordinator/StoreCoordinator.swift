@@ -36,6 +36,8 @@ public final class StoreCoordinator: @unchecked Sendable {
     let crossStoreNotes = Locked(CrossStoreNotes())
     /// Where a test makes a save or a recovery stop as if the process died (see ``CrashPoint``).
     let crashPoints = CrashPoints()
+    /// Orders commits against the start of read snapshots (see ``withReadSnapshot(_:)``).
+    let commitGate = CommitGate()
     /// What recoveries finished (see ``recoverInterruptedSaves()``).
     let lastRecoveryBox = Locked(RecoveryReport())
 

@@ -21,12 +21,27 @@ public struct CoreDataExportOptions: Sendable, Hashable {
     /// The largest Binary value (in bytes) of an attribute that allows external storage kept in
     /// the store; larger ones go to files in `.<store name>_SUPPORT/_EXTERNAL_DATA/` beside it.
     public var externalDataThreshold: Int
+    /// Whether every object is read from one read snapshot across the stores
+    /// (``StoreCoordinator/withReadSnapshot(_:)``), so that the file holds exactly the state of
+    /// ``CoreDataExportReport/historyToken`` while saves go on; on by default. Off, each page of
+    /// objects is read from the state committed when it is read.
+    public var consistentSnapshot: Bool
+    /// Told how far the export is as it writes the objects.
+    public var progress: CoreDataExportProgress?
+    /// Entities (of the model the objects are in) whose objects are left out, a server's hidden
+    /// entities: their tables are written empty, and relationships to their objects are cleared as
+    /// for objects a filter leaves out.
+    public var leavingOut: Set<String>
 
     /// Creates options.
     public init(
         overwrite: Bool = false, storeIdentifier: String? = nil, frameworkVersion: Int = 1338,
-        version: ObjectModel? = nil, filters: [String: FetchPredicate] = [:], externalDataThreshold: Int = 100 * 1024
+        version: ObjectModel? = nil, filters: [String: FetchPredicate] = [:], externalDataThreshold: Int = 100 * 1024,
+        consistentSnapshot: Bool = true, progress: CoreDataExportProgress? = nil, leavingOut: Set<String> = []
     ) {
+        self.consistentSnapshot = consistentSnapshot
+        self.progress = progress
+        self.leavingOut = leavingOut
         self.overwrite = overwrite
         self.storeIdentifier = storeIdentifier
         self.frameworkVersion = frameworkVersion
@@ -40,6 +55,7 @@ public struct CoreDataExportOptions: Sendable, Hashable {
         lhs.overwrite == rhs.overwrite && lhs.storeIdentifier == rhs.storeIdentifier
             && lhs.frameworkVersion == rhs.frameworkVersion && lhs.version == rhs.version && lhs.filters == rhs.filters
             && lhs.externalDataThreshold == rhs.externalDataThreshold
+            && lhs.consistentSnapshot == rhs.consistentSnapshot && lhs.leavingOut == rhs.leavingOut
     }
 
     /// Hashes the options (a version by its name and identifier).
@@ -51,7 +67,23 @@ public struct CoreDataExportOptions: Sendable, Hashable {
         hasher.combine(version?.version)
         hasher.combine(filters)
         hasher.combine(externalDataThreshold)
+        hasher.combine(consistentSnapshot)
+        hasher.combine(leavingOut)
     }
+}
+
+/// Told, after each page of objects an export writes, how many objects it has written of how many
+/// it holds (called on the exporting thread). Progress reporters are all equal: options that
+/// differ only in theirs are the same options.
+public struct CoreDataExportProgress: Sendable, Hashable {
+    /// Called with the objects written so far and the objects the export holds.
+    public let report: @Sendable (_ written: Int, _ total: Int) -> Void
+
+    /// Creates a reporter.
+    public init(_ report: @escaping @Sendable (_ written: Int, _ total: Int) -> Void) { self.report = report }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { true }
+    public func hash(into hasher: inout Hasher) {}
 }
 
 /// What an export wrote.
@@ -71,6 +103,10 @@ public struct CoreDataExportReport: Sendable {
     public var entitiesLeftOut: [String]
     /// Wall-clock time.
     public var seconds: Double
+    /// The history token of the snapshot the file holds (see
+    /// ``CoreDataExportOptions/consistentSnapshot``): history after it is exactly what the file
+    /// lacks. Nil without a snapshot; empty when no store records history.
+    public var historyToken: HistoryToken? = nil
 }
 
 /// Writes a single-file SQLite store in Core Data's own format for a model version (the one its
@@ -106,16 +142,32 @@ public enum CoreDataExporter {
         model: ObjectModel, coordinator: StoreCoordinator, to url: URL,
         options: CoreDataExportOptions = CoreDataExportOptions()
     ) throws(StoreError) -> CoreDataExportReport {
-        let started = Date()
         if FileManager.default.fileExists(atPath: url.path), !options.overwrite {
             throw StoreError(
                 .duplicateStore, "\(url.path) already exists; remove it or choose to replace it", storeURL: url)
         }
+        guard options.consistentSnapshot else {
+            return try write(model: model, coordinator: coordinator, to: url, options: options)
+        }
+        return try coordinator.withReadSnapshot { (token) throws(StoreError) in
+            var report = try write(model: model, coordinator: coordinator, to: url, options: options)
+            report.historyToken = token
+            return report
+        }
+    }
+
+    /// Writes the store, reading through whatever snapshot the calling thread is in.
+    private static func write(
+        model: ObjectModel, coordinator: StoreCoordinator, to url: URL, options: CoreDataExportOptions
+    ) throws(StoreError) -> CoreDataExportReport {
+        let started = Date()
         let target = options.version ?? model
         let mapping = CoreDataExportMapping(source: model, target: target)
         let layout = CoreDataLayout(model: target)
         var objects = try CoreDataExportObjects(
-            mapping: mapping, layout: layout, coordinator: coordinator, filters: options.filters)
+            mapping: mapping, layout: layout, coordinator: coordinator, filters: options.filters,
+            leavingOut: options.leavingOut)
+        objects.progress = options.progress?.report
         let identifier = options.storeIdentifier ?? UUID().uuidString
         let folder = url.deletingLastPathComponent()
         let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).export-\(UUID().uuidString)")

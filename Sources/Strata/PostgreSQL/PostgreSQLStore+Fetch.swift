@@ -79,8 +79,19 @@ extension PostgreSQLStore {
 
     /// Runs `body` on a pooled connection, mapping what it throws to store errors.
     /// A connection that fails (or finds its server gone) is replaced and the read run once more.
-    private func reading<T>(_ body: (PGConnection) throws -> T) throws(StoreError) -> T {
+    func reading<T>(_ body: (PGConnection) throws -> T) throws(StoreError) -> T {
         try checkOpen()
+        if let pinned = snapshots.current {
+            do {
+                return try body(pinned)
+            } catch let error as StoreError {
+                throw error
+            } catch let error as PGError {
+                throw storeError(error, "PostgreSQL read failed")
+            } catch {
+                throw StoreError(.io, "read failed: \(error)", storeURL: url)
+            }
+        }
         var attempt = 0
         while true {
             attempt += 1

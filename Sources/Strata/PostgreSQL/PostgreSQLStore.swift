@@ -36,6 +36,9 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     let model: ObjectModel
     let schema: PostgreSQLSchema
     let pool: PGPool
+    /// The connections of threads in a read snapshot, each in its `REPEATABLE READ` transaction
+    /// (see ``beginReadSnapshot()``).
+    let snapshots = ReadSnapshotPins<PGConnection>()
     /// Reads of one object by key, pipelined on connections of their own (see
     /// ``PGPipelineReader``).
     let reader: PGPipelineReader
@@ -310,6 +313,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     func read<T>(_ body: (PGConnection) throws(PGError) -> T) throws(StoreError) -> T {
         try checkOpen()
         do {
+            if let pinned = snapshots.current { return try body(pinned) }
             return try pool.with(body)
         } catch {
             throw storeError(error, "PostgreSQL read failed")

@@ -38,6 +38,9 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
         let failingCommits = Atomic<Int>(0)
     #endif
     private let readers = Locked<[SQLiteConnection]>([])
+    /// The connections of threads in a read snapshot, each in its read transaction (see
+    /// ``beginReadSnapshot()``).
+    let snapshots = ReadSnapshotPins<SQLiteConnection>()
     /// Writes to this store's file through stores of this process (shared by every store open on
     /// the file): a reader keeps its snapshot from one read to the next only while this has not
     /// moved (see ``read(_:)``).
@@ -344,6 +347,7 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
     /// and after ``snapshotLifetime``, so that none holds the WAL back for long.
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws(StoreError) -> T {
         try checkOpen()
+        if let pinned = snapshots.current { return try run(body, on: pinned) }
         let connection: SQLiteConnection
         if let pooled = readers.withLock({ $0.popLast() }) {
             connection = pooled
@@ -382,10 +386,15 @@ public final class SQLiteStore: PersistentStore, @unchecked Sendable {
             connection.deadline = DispatchTime.now().uptimeNanoseconds + UInt64(budget * 1e9)
         }
         defer { connection.deadline = 0 }
+        let result = try run(body, on: connection)
+        succeeded = true
+        return result
+    }
+
+    /// Runs `body` on `connection`, its errors as store errors.
+    func run<T>(_ body: (SQLiteConnection) throws -> T, on connection: SQLiteConnection) throws(StoreError) -> T {
         do {
-            let result = try body(connection)
-            succeeded = true
-            return result
+            return try body(connection)
         } catch let error as StoreError {
             throw error
         } catch let error as SQLiteError {

@@ -51,7 +51,20 @@ extension InMemoryStore {
         return found
     }
 
-    public func lastHistoryNumber() throws(StoreError) -> Int64 { state.withLock { $0.lastHistoryNumber } }
+    public func lastHistoryNumber() throws(StoreError) -> Int64 {
+        if let pinned = snapshots.current { return pinned.lastHistoryNumber }
+        return state.withLock { $0.lastHistoryNumber }
+    }
+
+    public func beginReadSnapshot() throws(StoreError) {
+        let current = state.withLock { $0 }
+        if current.closed { throw StoreError(.closed, "the store is closed", storeURL: url) }
+        guard snapshots.pin(current) else {
+            throw StoreError(.invalidRequest, "this thread is in a read snapshot of the store already", storeURL: url)
+        }
+    }
+
+    public func endReadSnapshot() { _ = snapshots.unpin() }
 
     public func firstHistoryNumber() throws(StoreError) -> Int64? { state.withLock { $0.history.first?.number } }
 

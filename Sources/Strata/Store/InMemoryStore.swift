@@ -39,6 +39,8 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
     }
 
     let state = Locked(State())
+    /// The states pinned by threads in a read snapshot (see ``beginReadSnapshot()``).
+    let snapshots = ReadSnapshotPins<State>()
     private let nextKeys = Locked<[String: Int64]>([:])
     let writerGate = DispatchSemaphore(value: 1)
 
@@ -61,7 +63,14 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
             entityHashes: model.entityVersionHashes.filter { entities.contains($0.key) })
     }
 
+    /// The state reads see: the calling thread's snapshot, else the one committed last.
     private func committed() throws(StoreError) -> State {
+        if let pinned = snapshots.current { return pinned }
+        return try latest()
+    }
+
+    /// The state committed last.
+    private func latest() throws(StoreError) -> State {
         let current = state.withLock { $0 }
         if current.closed { throw StoreError(.closed, "the store is closed", storeURL: url) }
         return current
@@ -165,7 +174,7 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
         if options.readOnly { throw StoreError(.readOnly, "the store is read-only", storeURL: url) }
         writerGate.wait()
         do {
-            var draft = try committed()
+            var draft = try latest()
             let before = options.recordsHistory ? historyBefore(changes, in: draft) : nil
             let versions = try InMemoryWriter(store: self).apply(changes, to: &draft)
             if let before { recordHistory(changes, versions: versions, before: before, in: &draft) }

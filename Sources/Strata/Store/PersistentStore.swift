@@ -311,6 +311,14 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// transactions were forgotten.
     @discardableResult
     func deleteHistory(_ pruning: HistoryPruning) throws(StoreError) -> Int
+
+    /// Begins a read snapshot for the calling thread: until ``endReadSnapshot()``, every read the
+    /// thread makes through the store comes from the state committed now (see
+    /// ``StoreCoordinator/withReadSnapshot(_:)``, which begins one in every store at once).
+    /// - Throws: `.invalidRequest` when the thread has one already or the store cannot give one.
+    func beginReadSnapshot() throws(StoreError)
+    /// Ends the calling thread's read snapshot, if it has one.
+    func endReadSnapshot()
 }
 
 extension PersistentStore {
@@ -326,6 +334,10 @@ extension PersistentStore {
     public func expiredHistoryNumber(_ retention: HistoryRetention) throws(StoreError) -> Int64 { 0 }
     @discardableResult
     public func deleteHistory(_ pruning: HistoryPruning) throws(StoreError) -> Int { 0 }
+    public func beginReadSnapshot() throws(StoreError) {
+        throw StoreError(.invalidRequest, "a \(type.rawValue) store cannot give a read snapshot", storeURL: url)
+    }
+    public func endReadSnapshot() {}
 
     public func rowWithToMany(for id: ObjectID, model: ObjectModel) throws(StoreError) -> StoreRow? {
         guard var row = try row(for: id) else { return nil }

@@ -18,7 +18,8 @@ extension OpenAPIBuilder {
             if system.contains(path) || path.hasPrefix("/_model/") {
                 paths.append((path, item))
             } else {
-                paths.append((path, .object(item.members.map { ($0.key, withHistoryToken($0.value)) })))
+                let described = path == "/_export" ? withExportHistory(item) : item
+                paths.append((path, .object(described.members.map { ($0.key, withHistoryToken($0.value)) })))
             }
             if path == "/_batch" { paths.append(("/_changes", ["get": withHistoryToken(changesOperation(visible))])) }
         }

@@ -130,6 +130,7 @@ struct OpenAPIBuilder {
         }
         paths += systemPaths()
         paths += diagramPaths()
+        paths += exportPaths()
         let resources = model.entities.map { model.resourcePath(of: $0.name) }
         schemas += Self.problemSchemas + Self.batchSchemas(limits, resources: resources) + Self.systemSchemas
         var tags: [OpenAPINode] = model.entities.map { entity in

@@ -48,6 +48,8 @@ public final class RESTService: Sendable {
     /// The readers of `/_changes` that wait, and the token responses carry; nil when no store
     /// records history.
     let changeFeed: ChangeFeed?
+    /// Where `GET /_export` builds its files, and the threads that build them.
+    let exports: SnapshotExports
 
     /// Creates the service.
     /// - Parameters:
@@ -61,14 +63,16 @@ public final class RESTService: Sendable {
     ///     (0 keeps none). The cache sees writes made through ``root`` only.
     ///   - heartbeatSeconds: how often an event stream of `/_changes` gets a comment line when no
     ///     change is sent (a client or proxy then knows the connection is alive).
+    ///   - export: where and how `GET /_export` builds its files.
     /// - Throws: ``Problem`` (status 500) when an entity is held by no store or by several, or the
     ///   history cannot be read.
     public init(
         root: ObjectContext, reads: any CommittedReads, metrics: Metrics = Metrics(),
         openAPI: (@Sendable () -> (json: String, yaml: String))? = nil, readCacheLimit: Int = 10_000,
         entityAccess: [String: EntityAccess] = [:], docs: APIDocs = APIDocs(), limits: RequestLimits = RequestLimits(),
-        heartbeatSeconds: Double = 15
+        heartbeatSeconds: Double = 15, export: SnapshotExportSettings = SnapshotExportSettings()
     ) throws(Problem) {
+        exports = SnapshotExports(export)
         self.docs = docs
         self.limits = limits
         if root.coordinator.historyStores.isEmpty {
@@ -178,7 +182,7 @@ public final class RESTService: Sendable {
     }
 
     /// Counts an answered request in the metrics.
-    private func record(_ response: HTTPResponse, to request: HTTPRequest, on route: Route, started: UInt64) {
+    func record(_ response: HTTPResponse, to request: HTTPRequest, on route: Route, started: UInt64) {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         let template: String
         if case .item(let entity, _) = route, let known = itemTemplates[entity] {
@@ -208,6 +212,7 @@ public final class RESTService: Sendable {
         case ("GET", .item(let entity, _)) where remoteEntities.contains(entity): return .deferred
         case ("GET", .index) where !remoteEntities.isEmpty: return .pool
         case ("GET", .changes) where isLongPoll(request): return .deferred
+        case ("GET", .export): return .deferred
         case ("GET", .index), ("GET", .live), ("GET", .ready), ("GET", .metrics), ("GET", .item), ("GET", .unknown),
             ("GET", .docs):
             return .inline
@@ -320,6 +325,14 @@ public final class RESTService: Sendable {
             read(entity, id, request, blocking: lead) { [self] response in
                 var response = response
                 Self.mark(&response, token)
+                record(response, to: request, on: route, started: started)
+                completion(response)
+            }
+            return
+        }
+        if route == .export, request.method == "GET" || request.method == "HEAD" {
+            exports.run { [self] in
+                let response = exportSnapshot(request)
                 record(response, to: request, on: route, started: started)
                 completion(response)
             }
@@ -455,6 +468,7 @@ public final class RESTService: Sendable {
                     status: 200, headers: [("Content-Type", "application/yaml")], body: Array(document.yaml.utf8))
         case .batch: return try batch(request)
         case .changes: return try changes(request)
+        case .export: return exportSnapshot(request)
         case .diagram(let format): return diagram(format)
         case .docs(let file):
             guard let response = docs.response(file, document: openAPI) else {

@@ -11,6 +11,8 @@ enum Route: Equatable {
     case batch
     /// `/_changes`: the stores' persistent history as a feed
     case changes
+    /// `/_export`: every object in one Core Data store file, from one snapshot
+    case export
     /// `/_model/diagram.svg`, `.mmd` or `.dot`: the format
     case diagram(format: String)
     /// `/docs` (nil) and `/docs/<file>`: the API docs and their assets
@@ -28,7 +30,8 @@ enum Route: Equatable {
     /// The paths of one segment that are no resource.
     private static let fixed: [(name: StaticString, route: Route)] = [
         ("live", .live), ("ready", .ready), ("metrics", .metrics), ("openapi.json", .openAPIJSON),
-        ("openapi.yaml", .openAPIYAML), ("_batch", .batch), ("_changes", .changes), ("docs", .docs(file: nil)),
+        ("openapi.yaml", .openAPIYAML), ("_batch", .batch), ("_changes", .changes), ("_export", .export),
+        ("docs", .docs(file: nil)),
     ]
 
     /// Parses a decoded path against the model's resource paths.
@@ -109,6 +112,7 @@ enum Route: Equatable {
         case .openAPIYAML: "/openapi.yaml"
         case .batch: "/_batch"
         case .changes: "/_changes"
+        case .export: "/_export"
         case .diagram(let format): "/_model/diagram.\(format)"
         case .docs(let file): file == nil ? "/docs" : "/docs/{file}"
         case .collection(let entity): "/\(resourcePath(entity))"

@@ -182,7 +182,8 @@ public final class StrataServerInstance: Sendable {
                     ] in
                     document
                 }, readCacheLimit: options.readCacheObjects, entityAccess: options.entityAccess, docs: docs,
-                limits: options.limits)
+                limits: options.limits,
+                export: SnapshotExportSettings(directory: URL(fileURLWithPath: options.dataDirectory), log: log))
             coordinator.withLock { $0 = container.coordinator }
             for (entity, holders) in container.coordinator.routes.sorted(by: { $0.key < $1.key })
             where holders.count > 1 {

@@ -53,7 +53,8 @@ struct AccessLogStage: ServerStage {
             return JSONValue.object([
                 "time": .string(AttributeValue.formatDate(Date())), "remote": .string(request.remoteAddress),
                 "method": .string(request.method), "path": .string(request.path + query),
-                "status": .integer(Int64(response.status)), "bytes": .integer(Int64(response.body.count)),
+                "status": .integer(Int64(response.status)),
+                "bytes": .integer(Int64(response.body.count) + (response.file?.size ?? 0)),
                 "ms": .double(duration), "token": token.map { .string($0) } ?? .null,
             ]).jsonText
         case .text:
@@ -85,7 +86,7 @@ struct AccessLogStage: ServerStage {
         out += #"" "#.utf8
         JSONValue.writeInteger(Int64(response.status), to: &out)
         out.append(UInt8(ascii: " "))
-        JSONValue.writeInteger(Int64(response.body.count), to: &out)
+        JSONValue.writeInteger(Int64(response.body.count) + (response.file?.size ?? 0), to: &out)
         out.append(UInt8(ascii: " "))
         appendMilliseconds(milliseconds, to: &out)
         out += "ms".utf8
