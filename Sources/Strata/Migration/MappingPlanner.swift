@@ -227,7 +227,7 @@ enum MappingPlanner {
 
 extension MigrationPlan {
     /// The plan with the steps of `mappings` that lie between the store's version and the model
-    /// (see ``MigrationPlanner/segments(from:to:history:mappings:configuration:)``): each mapping
+    /// (see `MigrationPlanner.segments(from:to:history:mappings:configuration:)`): each mapping
     /// model's step, from its source version to its destination version (named by the
     /// `.xcdatamodel` names), with one inferred step from the store's version to the first, from
     /// each to the next and from the last to the model. An entity mapping naming a custom policy
