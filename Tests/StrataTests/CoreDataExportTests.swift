@@ -33,39 +33,41 @@ import Testing
         var testDescription: String { store }
     }
 
-    static let cases: [Case] =
-        [
-            Case(
-                store: "bnr-coredatastack-testmodel/TestModel.sqlite",
-                model: "bnr-coredatastack-testmodel/Sample.xcdatamodeld", version: "TestModel"),
-            Case(
-                store: "cadets-ets/Sample.sqlite", model: "cadets-ets/Model.xcdatamodeld", version: "Model 20",
-                olderIndexes: "written by Core Data framework 851, which indexed attributes as <TABLE>_<COLUMN>_INDEX "
-                    + "and made no index of most of the model's fetch indexes"),
-            // Inheritance and a many-to-many join table.
-            Case(
-                store: "coredataplus-samplemodel-2018/SampleModelV2.sqlite",
-                model: "coredataplus-samplemodel-2018/SampleModel.xcdatamodeld/SampleModel3.xcdatamodel",
-                version: "SampleModel3"),
-            Case(
-                store: "coredataplus-samplemodel3/SampleModel3_V1.sqlite",
-                model: "coredataplus-samplemodel3/SampleModel3.xcdatamodeld", version: "SampleModel3"),
-            // Ordered to-many relationships kept by the inverse's column (Z_FOK_).
-            Case(
-                store: "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V5.sqlite",
-                model: "ddg-bsk-bookmarks-KNOWN-A/BookmarksModel.xcdatamodeld", version: "BookmarksModel 5"),
-            // Uniqueness constraints and fetch indexes.
-            Case(
-                store: "ddg-bsk-syncmetadata-KNOWN-B/SyncMetadata_V3.sqlite",
-                model: "ddg-bsk-syncmetadata-KNOWN-B/SyncMetadata.xcdatamodeld", version: "SyncMetadata 3"),
-            Case(store: "hap-ios/HAP.sqlite", model: "hap-ios/HAP.xcdatamodeld", version: "HAP"),
-            Case(
-                store: "mwkcoredata/MWKCoreDataTests.sqlite", model: "mwkcoredata/MWKCoreDataTests.xcdatamodeld",
-                version: "MWKCoreDataTests"),
-            Case(
-                store: "xcservercoredata/head/XCServerCoreData_2.0.1.sqlite",
-                model: "xcservercoredata/XCServerCoreData.xcdatamodeld", version: "XCServerCoreData2.0.1"),
-        ] + olderVersions
+    static let cases = asWritten + olderVersions
+
+    /// Stores imported into the version that wrote them, exported for it.
+    static let asWritten: [Case] = [
+        Case(
+            store: "bnr-coredatastack-testmodel/TestModel.sqlite",
+            model: "bnr-coredatastack-testmodel/Sample.xcdatamodeld", version: "TestModel"),
+        Case(
+            store: "cadets-ets/Sample.sqlite", model: "cadets-ets/Model.xcdatamodeld", version: "Model 20",
+            olderIndexes: "written by Core Data framework 851, which indexed attributes as <TABLE>_<COLUMN>_INDEX "
+                + "and made no index of most of the model's fetch indexes"),
+        // Inheritance and a many-to-many join table.
+        Case(
+            store: "coredataplus-samplemodel-2018/SampleModelV2.sqlite",
+            model: "coredataplus-samplemodel-2018/SampleModel.xcdatamodeld/SampleModel3.xcdatamodel",
+            version: "SampleModel3"),
+        Case(
+            store: "coredataplus-samplemodel3/SampleModel3_V1.sqlite",
+            model: "coredataplus-samplemodel3/SampleModel3.xcdatamodeld", version: "SampleModel3"),
+        // Ordered to-many relationships kept by the inverse's column (Z_FOK_).
+        Case(
+            store: "ddg-bsk-bookmarks-KNOWN-A/Bookmarks_V5.sqlite",
+            model: "ddg-bsk-bookmarks-KNOWN-A/BookmarksModel.xcdatamodeld", version: "BookmarksModel 5"),
+        // Uniqueness constraints and fetch indexes.
+        Case(
+            store: "ddg-bsk-syncmetadata-KNOWN-B/SyncMetadata_V3.sqlite",
+            model: "ddg-bsk-syncmetadata-KNOWN-B/SyncMetadata.xcdatamodeld", version: "SyncMetadata 3"),
+        Case(store: "hap-ios/HAP.sqlite", model: "hap-ios/HAP.xcdatamodeld", version: "HAP"),
+        Case(
+            store: "mwkcoredata/MWKCoreDataTests.sqlite", model: "mwkcoredata/MWKCoreDataTests.xcdatamodeld",
+            version: "MWKCoreDataTests"),
+        Case(
+            store: "xcservercoredata/head/XCServerCoreData_2.0.1.sqlite",
+            model: "xcservercoredata/XCServerCoreData.xcdatamodeld", version: "XCServerCoreData2.0.1"),
+    ]
 
     /// The rest of the material, most of it written by an older version of its bundle than the
     /// current one: imported into the current version where a migration to it is possible, and
