@@ -235,13 +235,19 @@ struct CoreDataLayout {
         }
         for entity in hierarchy.family {
             guard let description = model.entity(named: entity) else { continue }
-            func columns(_ properties: [String]) -> String? {
-                let names = properties.compactMap {
-                    hierarchy.attributes[entity]?[$0] ?? hierarchy.toOne[entity]?[$0]?.column
+            func columns(_ properties: [String], descending: Set<String> = []) -> String? {
+                let names = properties.compactMap { property in
+                    (hierarchy.attributes[entity]?[property] ?? hierarchy.toOne[entity]?[property]?.column).map {
+                        "\($0) COLLATE BINARY \(descending.contains(property) ? "DESC" : "ASC")"
+                    }
                 }
                 guard names.count == properties.count, !names.isEmpty else { return nil }
-                return names.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ")
+                return names.joined(separator: ", ")
             }
+            // A named fetch index on one property, ascending, is joined by an index named after
+            // the property (one, however many such fetch indexes there are); a descending one is
+            // not, as Core Data writes them.
+            var propertyIndexes: Set<String> = []
             for constraint in description.uniqueness {
                 if let columns = columns(constraint) {
                     let name = "Z_\(entity)_UNIQUE_" + constraint.joined(separator: "_")
@@ -249,16 +255,18 @@ struct CoreDataLayout {
                 }
             }
             for index in description.indexes {
-                guard let columns = columns(index.properties) else { continue }
+                guard let list = columns(index.properties, descending: index.descending) else { continue }
                 // An index without a name of its own (`indexed="YES"`, compound indexes) is named
                 // after its properties, which is how the model reader names it already.
                 if index.name == ([entity] + index.properties).joined(separator: "_") {
-                    sql.append("CREATE INDEX Z_\(index.name) ON \(table) (\(columns))")
+                    sql.append("CREATE INDEX Z_\(index.name) ON \(table) (\(list))")
                     continue
                 }
-                sql.append("CREATE INDEX Z_\(entity)_\(index.name) ON \(table) (\(columns))")
-                if index.properties.count == 1, index.properties[0] != index.name {
-                    sql.append("CREATE INDEX Z_\(entity)_\(index.properties[0]) ON \(table) (\(columns))")
+                sql.append("CREATE INDEX Z_\(entity)_\(index.name) ON \(table) (\(list))")
+                if index.properties.count == 1, index.properties[0] != index.name, index.descending.isEmpty,
+                    propertyIndexes.insert(index.properties[0]).inserted
+                {
+                    sql.append("CREATE INDEX Z_\(entity)_\(index.properties[0]) ON \(table) (\(list))")
                 }
             }
         }
