@@ -153,6 +153,30 @@ import Testing
         #expect(text.contains("ok 4 external"), "\(text)")
     }
 
+    /// The export of the Zoo fixture has the schema and metadata of the store
+    /// `scripts/coredata-fixtures.py` writes on its own (its tables, column types, `Z_PRIMARYKEY`
+    /// numbering and version hashes computed in Python from the model's XML), for each version.
+    @Test func theZooExportHasTheShapeThePythonWriterGivesIt() throws {
+        let folder = TemporaryDirectory()
+        _ = try CoreDataImportTests.fixtures(in: folder)
+        let versions = try ObjectModel.loadCoreDataModelVersions(at: CoreDataImportTests.zoo)
+        let current = try ObjectModel.load(contentsOf: CoreDataImportTests.zoo)
+        let container = try Self.imported(
+            folder.file("zoo-v2.sqlite"), versions: versions, current: current, into: folder.file("zoo.sqlite"))
+        for (version, written) in [("Zoo 2", "zoo-v2.sqlite"), ("Zoo", "zoo-v1-wal.sqlite")] {
+            let out = folder.file("export-\(written)")
+            _ = try CoreDataExporter.export(
+                model: current, coordinator: container.coordinator, to: out,
+                options: CoreDataExportOptions(version: versions.first { $0.name == version }))
+            let exported = try CoreDataExportTests.Shape(out)
+            let python = try CoreDataExportTests.Shape(folder.file(written))
+            #expect(!python.tables.isEmpty && !python.hashes.isEmpty)
+            // The Python writer declares no indexes; every other part must agree.
+            let differences = exported.differences(from: python).filter { !$0.hasPrefix("index only in the export") }
+            #expect(differences == [], "\(version)")
+        }
+    }
+
     static let readZoo = #"""
         import sqlite3, plistlib, sys, json, base64, os
         store, expected = sys.argv[1], json.load(open(sys.argv[2]))["zoo-v1-wal.sqlite"]["objects"]
