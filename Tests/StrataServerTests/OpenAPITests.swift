@@ -286,6 +286,10 @@ struct OpenAPITests {
         let order = try Regex(try #require(Self.at(parameters["order"]!, "schema", "pattern")?.stringValue))
         #expect("year.desc,title".wholeMatch(of: order) != nil)
         #expect("author".wholeMatch(of: order) == nil)
+        // As many keys as the server takes (`RequestLimits.orderKeys`), not one more.
+        let keys = Array(repeating: "title", count: RequestLimits().orderKeys)
+        #expect(keys.joined(separator: ",").wholeMatch(of: order) != nil)
+        #expect((keys + ["year"]).joined(separator: ",").wholeMatch(of: order) == nil)
         let tags = try Regex(
             try #require(Self.at(document, "components", "parameters", "IfMatch", "schema", "pattern")?.stringValue))
         for accepted in [#""3""#, #"W/"3""#, "*", #""1", "2""#, #" "1",,"2" "#, "3", #"3, "4""#] {

@@ -86,13 +86,18 @@ extension OpenAPIBuilder {
                 "description",
                 .string(
                     "Sort keys, comma-separated: attributes or `_id`, each optionally followed by `.asc` (the "
-                        + "default) or `.desc`, e.g. `\(names.first.map { $0 + ".desc" } ?? "")`.")
+                        + "default) or `.desc`, e.g. `\(names.first.map { $0 + ".desc" } ?? "")`; at most "
+                        + "\(limits.orderKeys) keys.")
             ),
             ("required", false),
             (
                 "schema",
                 names.isEmpty
-                    ? ["type": "string"] : ["type": "string", "pattern": .string("^" + key + "(," + key + ")*$")]
+                    ? ["type": "string"]
+                    : [
+                        "type": "string",
+                        "pattern": .string("^" + key + "(," + key + "){0,\(limits.orderKeys - 1)}$"),
+                    ]
             ),
         ])
     }

@@ -3,7 +3,7 @@ import Strata
 /// The bounds on a request's shape that the REST service enforces, each answered 400 with a
 /// problem naming it; `strata serve --limit NAME=N` (repeatable, `STRATA_LIMITS` comma-separated)
 /// sets them, and the served OpenAPI document states the ones a schema can (`limit`'s maximum,
-/// a batch's `maxItems`).
+/// a batch's `maxItems`, how many keys `order`'s pattern admits).
 ///
 /// The `where=` nesting bound (100 levels) is not among them: it keeps the predicate parser's
 /// recursion within the thread's stack, so it is no policy to loosen.
