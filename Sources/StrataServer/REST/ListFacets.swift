@@ -64,23 +64,20 @@ struct ListFacets {
         }
     }
 
-    /// Writes the `facets` member's value for `rows` (every object the filters match).
-    func write(_ rows: [StoreRow], entity: String, model: ObjectModel, to out: inout [UInt8]) {
+    /// Writes the `facets` member's value from each name's groups (``CommittedReads/valueCounts(_:key:)``
+    /// over every object the filters match), in ``names`` order.
+    func write(_ counts: [[ValueCount]], to out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
         for (index, name) in names.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             JSONValue.writeString(name, to: &out)
             out += Array(#":{"values":["#.utf8)
-            let isRelationship = model.attribute(name, of: entity) == nil
-            // Grouped by the value's JSON form (what the items show), one value kept to order by.
+            // Grouped again by the value's JSON form (what the items show), one value kept to order by.
             var groups: [[UInt8]: (value: AttributeValue, count: Int)] = [:]
-            for row in rows {
-                let value: AttributeValue =
-                    isRelationship
-                    ? ((row.toOne[name] ?? nil)?.primaryKey).map { .integer($0) } ?? .null : row[attribute: name]
+            for group in index < counts.count ? counts[index] : [] {
                 var key: [UInt8] = []
-                ObjectCodec.write(value, to: &key)
-                groups[key, default: (value, 0)].count += 1
+                ObjectCodec.write(group.value, to: &key)
+                groups[key, default: (group.value, 0)].count += group.count
             }
             let sorted = groups.sorted { lhs, rhs in
                 if lhs.value.count != rhs.value.count { return lhs.value.count > rhs.value.count }

@@ -12,7 +12,7 @@ extension RESTService {
         let facets = try ListFacets(request.query, entity: entity, model: model)
         let rows: [StoreRow]
         var total: Int?
-        var matching: [StoreRow] = []
+        var counts: [[ValueCount]] = []
         // Taken before the rows are read: a rendering is kept only if no save changed the entity
         // since (as GET by id does).
         let generation = readCache.generation(of: entity)
@@ -24,11 +24,11 @@ extension RESTService {
                 total = try reads.count(every)
             }
             if !facets.names.isEmpty {
-                // Facets count over every object the filters match, not only the page.
+                // Facets count over every object the filters match, not only the page (grouped in
+                // the store: `GROUP BY` in SQLite).
                 var every = query.request(entity)
                 every.affectedStores = homeStores[entity]
-                (every.fetchLimit, every.fetchOffset, every.sortDescriptors) = (nil, 0, [])
-                matching = try reads.fetch(every)
+                for name in facets.names { counts.append(try reads.valueCounts(every, key: name)) }
             }
         } catch {
             // A predicate the store cannot apply is the client's mistake, as through a context.
@@ -39,7 +39,7 @@ extension RESTService {
         var body = Array("{".utf8)
         if !facets.names.isEmpty {
             body += Array(#""facets":"#.utf8)
-            facets.write(matching, entity: entity, model: model, to: &body)
+            facets.write(counts, to: &body)
             body.append(UInt8(ascii: ","))
         }
         body += Array(#""items":["#.utf8)
