@@ -8,7 +8,12 @@ import Testing
 /// stores, and with a count of the data made without any store.
 @Suite struct ValueCountTests {
     static let keys = ["year", "available", "price", "rating", "published", "homepage", "title", "author"]
-    static let predicates = ["", "year > 1950", "author == nil OR rating < 2.5", "FALSEPREDICATE"]
+    /// Without a predicate, ones PostgreSQL answers exactly in SQL (grouped there), and ones it only
+    /// prefilters (counted over the evaluated rows).
+    static let predicates = [
+        "", "year > 1950", "author == nil OR rating < 2.5", "FALSEPREDICATE", "title CONTAINS[cd] 'e'",
+        "NOT (author.name BEGINSWITH[c] 'b') AND price >= 10",
+    ]
 
     /// The counts as a dictionary, a related primary key replaced by the related author's index.
     static func table(_ counts: [ValueCount], key: String, authors: [ObjectID]) -> [AttributeValue: Int] {
