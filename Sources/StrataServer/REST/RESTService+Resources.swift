@@ -24,8 +24,8 @@ extension RESTService {
                 total = try reads.count(every)
             }
             if !facets.names.isEmpty {
-                // Facets count over every object the filters match, not only the page (grouped in
-                // the store: `GROUP BY` in SQLite).
+                // Facets count over every object the filters match, not only the page, grouped in
+                // the store (`GROUP BY` in SQLite, and in PostgreSQL when its SQL states the filters).
                 var every = query.request(entity)
                 every.affectedStores = homeStores[entity]
                 for name in facets.names { counts.append(try reads.valueCounts(every, key: name)) }
