@@ -79,18 +79,30 @@ struct ListFacets {
                 ObjectCodec.write(group.value, to: &key)
                 groups[key, default: (group.value, 0)].count += group.count
             }
-            let sorted = groups.sorted { lhs, rhs in
+            // The first ``maxValues`` in answer order, kept sorted while the groups pass once (a
+            // facet of many distinct values is not sorted whole).
+            func before(
+                _ lhs: (key: [UInt8], value: (value: AttributeValue, count: Int)),
+                _ rhs: (key: [UInt8], value: (value: AttributeValue, count: Int))
+            ) -> Bool {
                 if lhs.value.count != rhs.value.count { return lhs.value.count > rhs.value.count }
                 return Self.precedes(lhs.value.value, rhs.value.value, lhs.key, rhs.key)
             }
-            for (position, group) in sorted.prefix(Self.maxValues).enumerated() {
+            var first: [(key: [UInt8], value: (value: AttributeValue, count: Int))] = []
+            for group in groups {
+                if first.count == Self.maxValues, let last = first.last, !before(group, last) { continue }
+                let index = first.firstIndex { before(group, $0) } ?? first.count
+                first.insert(group, at: index)
+                if first.count > Self.maxValues { first.removeLast() }
+            }
+            for (position, group) in first.enumerated() {
                 if position > 0 { out.append(UInt8(ascii: ",")) }
                 out += Array(#"{"value":"#.utf8) + group.key + Array(#","count":"#.utf8)
                 JSONValue.writeInteger(Int64(group.value.count), to: &out)
                 out.append(UInt8(ascii: "}"))
             }
             out += Array(#"],"truncated":"#.utf8)
-            out += Array((sorted.count > Self.maxValues ? "true" : "false").utf8)
+            out += Array((groups.count > Self.maxValues ? "true" : "false").utf8)
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "}"))
