@@ -42,6 +42,9 @@ public protocol CommittedReads: Sendable {
     func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow]
     /// How many stored objects match `request`, ignoring its limit and offset.
     func count(_ request: FetchRequest) throws(StoreError) -> Int
+    /// How many stored objects matching `request` (its window ignored) have each value of `key`
+    /// (see ``PersistentStore/valueCounts(_:key:)``); groups in no order.
+    func valueCounts(_ request: FetchRequest, key: String) throws(StoreError) -> [ValueCount]
     /// The stored state of one object; nil when it does not exist.
     func row(for id: ObjectID) throws(StoreError) -> StoreRow?
     /// The stored state of one object with its to-many relationships in `toMany`, read from one

@@ -44,7 +44,7 @@ extension StoreCoordinator {
         return try store.relatedIDs(of: id, relationship: relationship)
     }
 
-    private func holders(of request: FetchRequest) throws(StoreError) -> [any PersistentStore] {
+    func holders(of request: FetchRequest) throws(StoreError) -> [any PersistentStore] {
         let entity = request.entityName
         guard model.entity(named: entity) != nil else {
             throw StoreError(.notFound, "the model has no entity '\(entity)'", entity: entity)

@@ -140,6 +140,50 @@ extension PostgreSQLStore {
         return try reading { c in try matching(request, c).count }
     }
 
+    /// The groups of `key`'s column (`GROUP BY`) when the prefilter is the whole predicate (exact);
+    /// else counted over the evaluated rows, as a fetch decides them.
+    public func valueCounts(_ request: FetchRequest, key: String) throws(StoreError) -> [ValueCount] {
+        var (table, from, arguments) = try selection(request)
+        let type: AttributeType?
+        let column: String
+        if let attribute = model.attribute(key, of: request.entityName), !attribute.isComposite {
+            (type, column) = (attribute.type, "t." + PostgreSQLSchema.quote(attribute.columnName))
+        } else if let relationship = model.relationship(key, of: request.entityName), !relationship.isToMany {
+            (type, column) = (nil, "t." + PostgreSQLSchema.quote(relationship.name))
+        } else {
+            throw StoreError(
+                .invalidRequest, "cannot count by '\(key)': not an attribute or to-one relationship", storeURL: url,
+                entity: request.entityName)
+        }
+        if let predicate = request.predicate {
+            let joiner = arguments.isEmpty ? " WHERE " : " AND "
+            let condition: PostgreSQLPrefilter.Condition
+            do throws(PredicateError) {
+                var prefilter = PostgreSQLPrefilter(
+                    model: model, entity: request.entityName, table: table, storeIdentifier: metadata.identifier,
+                    firstIndex: arguments.count + 1, numericDecimals: numericDecimals)
+                condition = try prefilter.condition(try predicate.bound(to: request.entityName, in: model))
+                arguments += prefilter.arguments
+            } catch {
+                throw StoreError(.invalidRequest, error.message, storeURL: url, entity: request.entityName)
+            }
+            guard condition.exact else {
+                return ValueCount.counting(try reading { c in try matching(request, c) }, key: key)
+            }
+            if let sql = condition.sql { from += joiner + "(\(sql))" }
+        }
+        let sql = "SELECT \(column), count(*) \(from) GROUP BY \(column)"
+        return try reading { c in
+            try c.execute(sql, arguments).rows.map { values in
+                let value: AttributeValue =
+                    if let type { PostgreSQLSchema.decode(values[0], as: type) } else {
+                        values[0].flatMap { Int64($0) }.map { .integer($0) } ?? .null
+                    }
+                return ValueCount(value: value, count: Int(values[1] ?? "0") ?? 0)
+            }
+        }
+    }
+
     public func row(for id: ObjectID) throws(StoreError) -> StoreRow? {
         guard id.storeIdentifier == metadata.identifier, let pk = id.primaryKey, entityNames.contains(id.entityName),
             let table = schema.base.table(for: id.entityName)

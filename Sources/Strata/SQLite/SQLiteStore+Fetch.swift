@@ -101,6 +101,33 @@ extension SQLiteStore {
         return try read { db in Int(try db.query("SELECT count(*) \(from)", arguments) { $0.int64(0) }.first ?? 0) }
     }
 
+    /// The groups of `key`'s column (`GROUP BY`), from the same FROM and WHERE as a fetch.
+    public func valueCounts(_ request: FetchRequest, key: String) throws(StoreError) -> [ValueCount] {
+        let (_, from, arguments) = try selection(request)
+        let alias = SQLPredicateBuilder.rootAlias
+        let type: AttributeType?
+        let column: String
+        if let attribute = model.attribute(key, of: request.entityName), !attribute.isComposite {
+            (type, column) = (attribute.type, "\(alias).\(SQLiteSchema.quote(attribute.columnName))")
+        } else if let relationship = model.relationship(key, of: request.entityName), !relationship.isToMany {
+            (type, column) = (nil, "\(alias).\(SQLiteSchema.quote(relationship.name))")
+        } else {
+            throw StoreError(
+                .invalidRequest, "cannot count by '\(key)': not an attribute or to-one relationship", storeURL: url,
+                entity: request.entityName)
+        }
+        let sql = "SELECT \(column), count(*) \(from) GROUP BY \(column)"
+        return try read { db in
+            try db.query(sql, arguments) { statement in
+                let value: AttributeValue =
+                    if let type { SQLiteSchema.decode(statement, 0, as: type) } else {
+                        statement.isNull(0) ? .null : .integer(statement.int64(0))
+                    }
+                return ValueCount(value: value, count: Int(statement.int64(1)))
+            }
+        }
+    }
+
     public func row(for id: ObjectID) throws(StoreError) -> StoreRow? {
         guard let read = keyedRead(id) else { return nil }
         return try self.read { db in try read(db) }

@@ -257,6 +257,9 @@ public protocol PersistentStore: AnyObject, Sendable {
     func fetch(_ request: FetchRequest) throws(StoreError) -> [StoreRow]
     /// How many objects match `request`, ignoring its limit and offset.
     func count(_ request: FetchRequest) throws(StoreError) -> Int
+    /// How many objects matching `request` (its window ignored) have each value of `key`, an
+    /// attribute or a to-one relationship counted by related primary key; groups in no order.
+    func valueCounts(_ request: FetchRequest, key: String) throws(StoreError) -> [ValueCount]
     /// The stored state of one object, nil when it does not exist.
     func row(for id: ObjectID) throws(StoreError) -> StoreRow?
     /// The objects a to-many relationship of `id` holds, in order.

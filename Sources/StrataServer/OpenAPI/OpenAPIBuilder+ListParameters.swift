@@ -3,7 +3,9 @@ import Strata
 /// The query parameters of a list: filters, order, named queries, `where` and paging.
 extension OpenAPIBuilder {
     /// The query parameter names a list reserves for itself.
-    static let reservedQueryNames: Set<String> = ["where", "order", "limit", "after", "offset", "count"]
+    static let reservedQueryNames: Set<String> = [
+        "where", "order", "limit", "after", "offset", "count", ListFacets.parameter,
+    ]
 
     /// One `attr=op.value` query parameter per attribute and to-one relationship.
     func filterParameters(_ entity: EntityDescription) -> [OpenAPINode] {
@@ -100,6 +102,39 @@ extension OpenAPIBuilder {
                     ]
             ),
         ])
+    }
+
+    /// `facet=year&facet=author`: value counts of the filtered objects, per attribute or to-one
+    /// relationship (see ``ListFacets``); absent when the entity has nothing to facet.
+    func facetParameters(_ entity: EntityDescription) -> [OpenAPINode] {
+        let names = ListFacets.facetableNames(entity.name, model: model)
+        guard !names.isEmpty else { return [] }
+        let alternatives = names.map(Self.regexEscaped).joined(separator: "|")
+        return [
+            .members([
+                ("name", .string(ListFacets.parameter)),
+                ("in", "query"),
+                (
+                    "description",
+                    .string(
+                        "Adds `facets` to the answer: for each named attribute or to-one relationship (by related "
+                            + "id), how many of the objects the filters match (all of them, not only the page) "
+                            + "have each value, the most frequent first, ties by value (null first), at most "
+                            + "\(ListFacets.maxValues) values, `truncated` saying whether there are more. Up to "
+                            + "\(ListFacets.maxFacets) distinct names, e.g. `facet=\(names[0])`.")
+                ),
+                ("required", false),
+                ("style", "form"),
+                ("explode", true),
+                (
+                    "schema",
+                    [
+                        "type": "array", "maxItems": .integer(Int64(ListFacets.maxFacets)), "uniqueItems": true,
+                        "items": ["type": "string", "pattern": .string("^(" + alternatives + ")$")],
+                    ]
+                ),
+            ])
+        ]
     }
 
     /// `query=<name>` for the model's fetch request templates of `entity`, and a parameter per

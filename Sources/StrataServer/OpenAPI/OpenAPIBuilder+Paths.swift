@@ -42,7 +42,7 @@ extension OpenAPIBuilder {
                 "parameters",
                 .array(
                     filterParameters(entity) + [orderParameter(entity), whereParameter(entity)]
-                        + queryParameters(entity) + Self.pagingParameters())
+                        + facetParameters(entity) + queryParameters(entity) + Self.pagingParameters())
             ),
             (
                 "responses",

@@ -133,6 +133,33 @@ extension OpenAPIBuilder {
             "description": .string("A page of \(entity.name) objects."),
             "required": ["items", "next", "total"],
             "properties": [
+                "facets": [
+                    "type": "object",
+                    "description":
+                        "With `facet=`: per name asked for, the value counts over every object the filters match.",
+                    "additionalProperties": [
+                        "type": "object", "required": ["values", "truncated"],
+                        "properties": [
+                            "values": [
+                                "type": "array", "maxItems": .integer(Int64(ListFacets.maxValues)),
+                                "items": [
+                                    "type": "object", "required": ["value", "count"],
+                                    "properties": [
+                                        "value": [
+                                            "description":
+                                                "The attribute's value as the items show it, the related id, or null."
+                                        ],
+                                        "count": ["type": "integer", "format": "int64", "minimum": 1],
+                                    ],
+                                ],
+                            ],
+                            "truncated": [
+                                "type": "boolean",
+                                "description": "Whether more values exist than are listed.",
+                            ],
+                        ],
+                    ],
+                ],
                 "items": ["type": "array", "items": ref(schemaName(entity.name))],
                 "next": [
                     "type": "string", "nullable": true,

@@ -78,6 +78,7 @@ struct ListQuery {
                 }
                 cursorPosition = position
                 anchorText = value.firstIndex(of: ".").map { String(value[value.index(after: $0)...]) }
+            case ListFacets.parameter: continue  // read by ``ListFacets``
             case "count":
                 guard value == "exact" else { throw Problem.badRequest("count takes only 'exact'") }
                 countExact = true

@@ -9,8 +9,10 @@ extension RESTService {
         let query = try ListQuery(
             request.query, entity: entity, model: model, limits: limits,
             objectID: { prototypeByEntity[$0]?.withPrimaryKey($1) })
+        let facets = try ListFacets(request.query, entity: entity, model: model)
         let rows: [StoreRow]
         var total: Int?
+        var counts: [[ValueCount]] = []
         // Taken before the rows are read: a rendering is kept only if no save changed the entity
         // since (as GET by id does).
         let generation = readCache.generation(of: entity)
@@ -21,12 +23,26 @@ extension RESTService {
                 every.affectedStores = homeStores[entity]
                 total = try reads.count(every)
             }
+            if !facets.names.isEmpty {
+                // Facets count over every object the filters match, not only the page, grouped in
+                // the store (`GROUP BY` in SQLite, and in PostgreSQL when its SQL states the filters).
+                var every = query.request(entity)
+                every.affectedStores = homeStores[entity]
+                for name in facets.names { counts.append(try reads.valueCounts(every, key: name)) }
+            }
         } catch {
             // A predicate the store cannot apply is the client's mistake, as through a context.
             throw error.code == .invalidRequest ? Problem.badRequest(error.message) : Problem(error)
         }
-        // {"items":[…],"next":…,"total":…}: keys in the order every other document sorts them.
-        var body = Array(#"{"items":["#.utf8)
+        // {"facets":…,"items":[…],"next":…,"total":…}: keys in the order every other document sorts
+        // them (`facets` only when asked for).
+        var body = Array("{".utf8)
+        if !facets.names.isEmpty {
+            body += Array(#""facets":"#.utf8)
+            facets.write(counts, to: &body)
+            body.append(UInt8(ascii: ","))
+        }
+        body += Array(#""items":["#.utf8)
         for (index, row) in rows.prefix(query.limit).enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
             // The rendering GET by id keeps, when it is of this very version; else rendered here
