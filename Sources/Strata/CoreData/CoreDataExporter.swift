@@ -248,26 +248,26 @@ public enum CoreDataExporter {
                 "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, ?)",
                 [.integer(Int64(layout.numbers[entity]!)), .text(entity), .integer(Int64(parent)), .integer(max)])
         }
-        let plist = try metadataPropertyList(model: model, frameworkVersion: options.frameworkVersion)
+        let plist = metadataPropertyList(model: model, frameworkVersion: options.frameworkVersion)
         try db.run(
             "INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)", [.text(identifier), .blob(plist)])
     }
 
-    /// The binary property list of `Z_METADATA.Z_PLIST` for `model`.
-    static func metadataPropertyList(model: ObjectModel, frameworkVersion: Int) throws -> Data {
+    /// The binary property list of `Z_METADATA.Z_PLIST` for `model`, written by Strata's own
+    /// writer: Foundation's `PropertyListSerialization` refuses this dictionary in release builds
+    /// on Linux ("property lists cannot contain objects of type 'Not A Type'").
+    static func metadataPropertyList(model: ObjectModel, frameworkVersion: Int) -> Data {
         let hashes = model.coreDataVersionHashes
-        var versionHashes: [String: Any] = [:]
-        for (name, hash) in hashes { versionHashes[name] = Data(hash) }
-        let metadata: [String: Any] = [
-            "NSStoreType": "SQLite",
-            "NSStoreModelVersionHashes": versionHashes,
-            "NSStoreModelVersionHashesDigest": CoreDataNaming.hashesDigest(hashes),
-            "NSStoreModelVersionChecksumKey": CoreDataNaming.hashesChecksum(hashes),
-            "NSStoreModelVersionHashesVersion": 3,
-            "NSStoreModelVersionIdentifiers": [model.version ?? ""],
-            "NSPersistenceFrameworkVersion": frameworkVersion,
-            "_NSAutoVacuumLevel": "2",
+        let metadata: [String: PropertyListValue] = [
+            "NSStoreType": .string("SQLite"),
+            "NSStoreModelVersionHashes": .dictionary(hashes.mapValues { .data(Data($0)) }),
+            "NSStoreModelVersionHashesDigest": .string(CoreDataNaming.hashesDigest(hashes)),
+            "NSStoreModelVersionChecksumKey": .string(CoreDataNaming.hashesChecksum(hashes)),
+            "NSStoreModelVersionHashesVersion": .integer(3),
+            "NSStoreModelVersionIdentifiers": .array([.string(model.version ?? "")]),
+            "NSPersistenceFrameworkVersion": .integer(Int64(frameworkVersion)),
+            "_NSAutoVacuumLevel": .string("2"),
         ]
-        return try PropertyListSerialization.data(fromPropertyList: metadata, format: .binary, options: 0)
+        return BinaryPropertyList.serialize(.dictionary(metadata))
     }
 }
