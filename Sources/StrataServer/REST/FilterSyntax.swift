@@ -7,7 +7,7 @@ import Strata
 ///
 /// The expressions are written in the part of ECMA-262 (OpenAPI's dialect) that ICU (the
 /// server's), Python's `re` (schemathesis, the Python clients) and JavaScript read alike: literal
-/// characters, `[...]` classes with ranges and `\uXXXX` escapes, `(?:...)`, `|`, `?`, `*`, `+` and
+/// characters, `[…]` classes with ranges and `\uXXXX` escapes, `(?:…)`, `|`, `?`, `*`, `+` and
 /// `{m,n}`; no `\d`, `\s` or `.`, whose meaning differs between them.
 enum FilterSyntax {
     /// `eq`, `neq`, `gt`, `gte`, `lt` and `lte`.
