@@ -1,0 +1,32 @@
+import Foundation
+import Strata
+import StrataSync
+import StrataTestSupport
+import Testing
+
+/// A replica seeds from the server's export and follows its change feed.
+@Suite struct ReplicaPullTests {
+    @Test func seedsFromTheExportThenFollowsTheFeed() throws {
+        let fixture = try SyncFixture()
+        let ann = try fixture.create("/authors", #"{"name": "Ann"}"#)
+        let tag = try fixture.create("/tags", #"{"name": "sf"}"#)
+        _ = try fixture.create("/books", #"{"title": "One", "author": \#(ann), "tags": [\#(tag)], "price": "9.50"}"#)
+        let replica = try fixture.replica()
+        try replica.synchronize()
+        #expect(replica.statistics.seeds == 1)
+        try fixture.expectConverged(replica)
+
+        let bob = try fixture.create("/authors", #"{"name": "Bob"}"#)
+        let two = try fixture.create("/books", #"{"title": "Two", "author": \#(bob)}"#)
+        try fixture.send("PATCH", "/books/\(two)", #"{"tags": [\#(tag)], "year": 1999}"#, expect: 200)
+        try fixture.send("PATCH", "/authors/\(ann)", #"{"email": "ann@example.org"}"#, expect: 200)
+        try fixture.send("DELETE", "/books/1", expect: 204)
+        try waitUntil(seconds: 30) {
+            try replica.synchronize()
+            return try fixture.converged(replica)
+        }
+        try fixture.expectConverged(replica)
+        #expect(replica.statistics.seeds == 1)
+        #expect(replica.statistics.pulledChanges >= 4)
+    }
+}
