@@ -73,20 +73,36 @@ extension Replica {
             write.state = state
             try commit(write, "rekeying")
         }
+        // References among the moved objects follow them too.
+        var moved: [String: Int64] = [:]
+        for rekey in rekeys { moved[objectKey(rekey.entity, rekey.from)] = rekey.to }
+        func follow(_ id: ObjectID) -> ObjectID {
+            guard let key = id.primaryKey, let to = moved[objectKey(id.entityName, key)] else { return id }
+            return id.withPrimaryKey(to)
+        }
         var write = LocalWrite()
         for rekey in rekeys {
             guard let captured = rekey.captured else { continue }
             let id = localID(rekey.entity, rekey.to)
-            write.put(id, try restore(captured, entity: rekey.entity), exists: try store.row(for: id) != nil)
+            var values = try restore(captured, entity: rekey.entity)
+            values.toOne = values.toOne.mapValues { $0.map(follow) }
+            values.toMany = values.toMany.mapValues { $0.map(follow) }
+            write.put(id, values, exists: try store.row(for: id) != nil)
             for referrer in captured.referrers {
-                let source = localID(referrer.entity, referrer.key)
+                let source = follow(localID(referrer.entity, referrer.key))
+                if let inserted = write.inserts[source] {
+                    var row = inserted
+                    row.toOne[referrer.relationship] = id
+                    write.inserts[source] = row
+                    continue
+                }
                 guard try store.row(for: source) != nil else { continue }
-                var values = ObjectValues()
-                values.toOne[referrer.relationship] = id
                 if var existing = write.updates[source] {
                     existing.toOne[referrer.relationship] = id
                     write.updates[source] = existing
                 } else {
+                    var values = ObjectValues()
+                    values.toOne[referrer.relationship] = id
                     write.put(source, values, exists: true)
                 }
             }
