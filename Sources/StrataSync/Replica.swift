@@ -183,6 +183,22 @@ public final class Replica: @unchecked Sendable {
         return try pullLocked(wait: wait)
     }
 
+    /// Makes a replica that holds nothing yet follow the feed from `token` without reading the
+    /// server's objects first: for a store that already holds the server's state at `token` (a
+    /// copy of another replica, say), or to keep only the changes from `token` on.
+    /// - Throws: ``SyncError`` when the replica already follows a token, or `token` is not one.
+    public func follow(from token: String) throws {
+        work.lock()
+        defer { work.unlock() }
+        guard HistoryToken(token) != nil else { throw SyncError("\(token) is not a history token") }
+        var state = try state()
+        guard state.serverToken == nil else {
+            throw SyncError("the replica already follows the server from \(state.serverToken!)")
+        }
+        state.serverToken = token
+        try commit(LocalWrite(state: state), "follow")
+    }
+
     /// Reads the server's whole set into the replica (``synchronize()`` does it when needed).
     public func seed() throws {
         work.lock()
@@ -216,7 +232,9 @@ public final class Replica: @unchecked Sendable {
         var delay = configuration.retryDelays.lowerBound
         while !stopping.withLock({ $0 }) {
             do {
-                let applied = try synchronize(wait: configuration.pullWait)
+                // A replica that pushes long-polls at most a second, so that local saves go out soon.
+                let wait = configuration.pushes ? min(configuration.pullWait, 1) : configuration.pullWait
+                let applied = try synchronize(wait: wait)
                 delay = configuration.retryDelays.lowerBound
                 onPass?(.success(applied))
             } catch {
