@@ -25,8 +25,7 @@ enum ReplicateCommand {
 
     static let interface = CommandInterface<Settings>(
         name: "strata replicate",
-        synopsis:
-            "--from URL --data-dir DIR [--model PATH] [--entities A,B] [--where ENTITY=PREDICATE ...] [--token TOKEN] [--writable] [--policy ENTITY=POLICY ...] [--port N] [--once]",
+        synopsis: "--from URL --data-dir DIR [--entities A,B] [--writable] [--port N] [options]",
         abstract: """
             Keeps a local copy of a Strata server's objects in DIR/default.sqlite: reads the server's
             export (GET /_export) once, then follows its change feed (GET /_changes, long-polled) and

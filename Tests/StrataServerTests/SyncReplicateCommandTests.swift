@@ -11,6 +11,17 @@ import Testing
         (try? TestClient(port: port).send("GET", path).status) ?? 0
     }
 
+    @Test func printsItsHelp() throws {
+        let usage = try CommandLineTests.run(["help"])
+        #expect(usage.output.contains("\n  replicate "))
+        let help = try CommandLineTests.run(["replicate", "--help"])
+        #expect(help.status == 0, "\(help.error)")
+        #expect(help.output.hasPrefix("usage: strata replicate "))
+        #expect(help.output.split(separator: "\n").allSatisfy { $0.count <= 100 }, "\(help.output)")
+        let missing = try CommandLineTests.run(["replicate", "--data-dir", "x"])
+        #expect(missing.status == 64 && missing.error.contains("--from URL is required"), "\(missing.error)")
+    }
+
     @Test func followsWritesAndServesThem() throws {
         let origin = try ServerFixture()
         _ = try origin.client.send("POST", "/authors", json: #"{"name": "Seeded"}"#)
