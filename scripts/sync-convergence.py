@@ -203,6 +203,7 @@ class Schedule:
         self.deleted = set()  # author names a writer deleted (acknowledged or not)
         self.counter = 0
         self.problems = []
+        self.writes = {}
 
     def start(self):
         origin_folder = os.path.join(self.folder, "origin")
@@ -239,6 +240,12 @@ class Schedule:
             return body["_id"]
         return None
 
+    def send(self, side, port, method, path, body=None):
+        status, answer = request(port, method, path, body)
+        key = f"{side} {'acknowledged' if 200 <= status < 300 else 'refused'}"
+        self.writes[key] = self.writes.get(key, 0) + 1
+        return status, answer
+
     def write(self):
         """One random write on the server or a running replica."""
         targets = [self.origin] + [r for r in self.replicas if r.running]
@@ -246,7 +253,9 @@ class Schedule:
             targets.remove(self.origin)
         if not targets:
             return
-        port = self.rng.choice(targets).port
+        node = self.rng.choice(targets)
+        port = node.port
+        side = "server" if node is self.origin else "replicas"
         choice = self.rng.random()
         if choice < 0.3:
             self.create_author(port)
@@ -257,24 +266,25 @@ class Schedule:
         if choice < 0.55:
             shared = sorted(authors)[:3]
             target = self.rng.choice(shared)
-            request(port, "PATCH", f"/authors/{target}", {"email": f"e{self.rng.randrange(1000)}@example.org"})
+            self.send(side, port, "PATCH", f"/authors/{target}", {"email": f"e{self.rng.randrange(1000)}@example.org"})
         elif choice < 0.75:
             author = self.rng.choice(sorted(authors))
             self.counter += 1
-            request(port, "POST", "/books", {"title": f"book-{self.seed}-{self.counter}", "author": author,
+            self.send(side, port, "POST", "/books", {"title": f"book-{self.seed}-{self.counter}", "author": author,
                                              "pages": self.rng.randrange(1, 500)})
         elif choice < 0.9:
             books = objects(port, "books")
             if books:
                 target = self.rng.choice(sorted(books))
-                request(port, "PATCH", f"/books/{target}", {"pages": self.rng.randrange(1, 500)})
+                self.send(side, port, "PATCH", f"/books/{target}", {"pages": self.rng.randrange(1, 500)})
         else:
+            shared = set(sorted(authors)[:3])
             mine = [a for a in authors.values() if a["name"].startswith(f"author-{self.seed}-")
-                    and a["_id"] > sorted(authors)[2]]
+                    and a["_id"] not in shared]
             if mine:
                 target = self.rng.choice(mine)
                 self.deleted.add(target["name"])
-                request(port, "DELETE", f"/authors/{target['_id']}")
+                self.send(side, port, "DELETE", f"/authors/{target['_id']}")
 
     def event(self, pending):
         """A random failure: a replica offline for a while, a replica or the server killed."""
@@ -384,7 +394,9 @@ def main():
             for problem in schedule.problems:
                 print(f"  {problem}")
         else:
-            print(f"schedule seed {seed}: converged in {seconds:.1f} s, {len(schedule.created)} authors created")
+            writes = ", ".join(f"{count} {kind}" for kind, count in sorted(schedule.writes.items()))
+            print(f"schedule seed {seed}: converged in {seconds:.1f} s; {len(schedule.created)} authors created, "
+                  f"other writes: {writes}")
     print(f"sync convergence: {arguments.schedules} schedules, {failures} failures (first seed {first})")
     return 1 if failures else 0
 
