@@ -57,6 +57,12 @@ extension Replica {
         changes.authorship = HistoryAuthorship(author: configuration.author, contextName: label)
         let prepared = try store.prepare(changes)
         try prepared.commit()
+        guard let onChange = configuration.onChange else { return }
+        let bookkeeping: Set<String> = [SyncSchema.stateEntity, SyncSchema.recordEntity]
+        let changed = (Array(write.inserts.keys) + Array(write.updates.keys) + Array(write.deletes.keys)).filter {
+            !bookkeeping.contains($0.entityName)
+        }
+        if !changed.isEmpty { onChange(.objects(changed)) }
     }
 
     // MARK: - Records

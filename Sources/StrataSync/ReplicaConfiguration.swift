@@ -20,12 +20,17 @@ public struct ReplicaConfiguration: Sendable {
     /// Asked for each conflict before it is settled: the policy to settle it with, or nil for
     /// the entity's own.
     public var resolver: (@Sendable (SyncConflict) -> ConflictPolicy?)?
+    /// Called after each of the replica's own local transactions with the objects it wrote
+    /// (server changes applied, objects moved to their server keys, conflicts settled), so that
+    /// the app's contexts can forget them (``ObjectContext/mergeExternalChanges(_:)``); called on
+    /// the replica's thread.
+    public var onChange: (@Sendable (ExternalStoreChange) -> Void)?
     /// Headers sent with every request (`Authorization: Bearer …`).
     public var headers: [String: String] = [:]
     /// How long one read of the change feed waits for a change, in seconds (its `wait=`).
     public var pullWait: Double = 25
     /// The most server transactions one pull applies.
-    public var pageSize = 500
+    public var pageSize = 1000
     /// Whether local saves are pushed to the server; a read-only replica's local saves stay local
     /// and are overwritten by the server's changes to the same objects.
     public var pushes = true

@@ -109,8 +109,14 @@ enum ReplicateCommand {
         }
         guard let directory = settings.dataDirectory else { return interface.fail("--data-dir DIR is required") }
         let replica: Replica
+        // The server over the replica's store, once it runs: its root context forgets what the
+        // replica writes, so that its next write starts from the stored state.
+        let served = Locked<StrataServerInstance?>(nil)
         do {
-            replica = try Replica(try configuration(settings, server: server, directory: directory))
+            var configuration = try configuration(settings, server: server, directory: directory)
+            configuration.onChange = { change in served.withLock { $0 }?.restService?.root.mergeExternalChanges(change)
+            }
+            replica = try Replica(configuration)
             if let token = settings.token, replica.serverToken == nil { try replica.follow(from: token) }
         } catch {
             printError("strata replicate: \(error)")
@@ -122,6 +128,7 @@ enum ReplicateCommand {
         if let port = settings.port {
             do {
                 instance = try serve(replica, settings, port: port, directory: directory)
+                served.withLock { $0 = instance }
             } catch {
                 printError("strata replicate: cannot serve the replica: \(error)")
                 return 1

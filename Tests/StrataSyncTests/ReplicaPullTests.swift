@@ -29,4 +29,29 @@ import Testing
         #expect(replica.statistics.seeds == 1)
         #expect(replica.statistics.pulledChanges >= 4)
     }
+
+    @Test func contextsForgetWhatTheReplicaWrites() throws {
+        let fixture = try SyncFixture()
+        let ann = try fixture.create("/authors", #"{"name": "Ann"}"#)
+        let changed = Locked<[ObjectID]>([])
+        let replica = try fixture.replica {
+            $0.onChange = { change in
+                if case .objects(let ids) = change { changed.withLock { $0 += ids } }
+            }
+        }
+        try replica.synchronize()
+        let context = ObjectContext(coordinator: replica.coordinator)
+        let identifier = replica.coordinator.stores[0].identifier
+        let author = try context.object(with: ObjectID(store: identifier, entity: "Author", primaryKey: ann))
+        #expect(author.string("name") == "Ann")
+        changed.withLock { $0 = [] }
+        try fixture.send("PATCH", "/authors/\(ann)", #"{"name": "Anna"}"#, expect: 200)
+        try waitUntil(seconds: 30) {
+            try replica.synchronize()
+            return !changed.withLock { $0 }.isEmpty
+        }
+        context.mergeExternalChanges(.objects(changed.withLock { $0 }))
+        #expect(try context.object(with: author.objectID).string("name") == "Anna")
+        #expect(changed.withLock { $0 }.allSatisfy { $0.entityName == "Author" })
+    }
 }
