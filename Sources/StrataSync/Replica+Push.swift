@@ -2,6 +2,9 @@ import Foundation
 import Strata
 
 extension Replica {
+    /// How many times conflicts may change one transaction's batch before it is given up.
+    static let mostAttempts = 64
+
     /// Pushes the outbox one local transaction at a time, oldest first, each as one `_batch`.
     func pushLocked() throws -> Int {
         var count = 0
@@ -44,7 +47,13 @@ extension Replica {
             case 404, 412:
                 if case .integer(let index)? = problem["operation"], plan.operations.indices.contains(Int(index)) {
                     let operation = plan.operations[Int(index)]
-                    plan.overrides[objectKey(operation.entity, operation.historyKey)] = try settle(operation)
+                    let key = objectKey(operation.entity, operation.historyKey)
+                    if operation.method == "DELETE" && response.status == 404 {
+                        // Gone already, or deleted earlier in the same batch by a cascade.
+                        plan.overrides[key] = PushOverride(action: .drop)
+                    } else {
+                        plan.overrides[key] = try settle(operation)
+                    }
                 }
             case 409 where response.header("retry-after") != nil:
                 throw failure(response, "POST /_batch")
@@ -57,6 +66,9 @@ extension Replica {
             default:
                 throw failure(response, "POST /_batch")
             }
+            // A transaction that keeps meeting conflicts (the server's objects change faster than
+            // it settles) is given up, its objects taking the server's state, so the outbox moves.
+            if plan.attempt >= Self.mostAttempts { return try reject(transaction, plan, response) }
             plan = try makePlan(
                 transaction, attempt: plan.attempt + 1, overrides: plan.overrides, replicaID: state.replicaID)
             state = try self.state()

@@ -73,4 +73,24 @@ import Testing
         try fixture.expectConverged(replica)
         #expect(try fixture.serverObjects("Book").count == 1)
     }
+
+    @Test func aDeleteThatCascadesPushesOnce() throws {
+        let fixture = try SyncFixture()
+        let ann = try fixture.create("/authors", #"{"name": "Ann"}"#)
+        _ = try fixture.create("/books", #"{"title": "One", "author": \#(ann)}"#)
+        _ = try fixture.create("/books", #"{"title": "Two", "author": \#(ann)}"#)
+        let replica = try fixture.replica()
+        try replica.synchronize()
+        let context = ObjectContext(coordinator: replica.coordinator)
+        let identifier = Self.store(replica).identifier
+        // The author's books go with it (cascade): the local transaction deletes all three, and
+        // the server's cascade deletes the books before the batch's own deletes of them reach them.
+        try context.delete(try context.object(with: ObjectID(store: identifier, entity: "Author", primaryKey: ann)))
+        try context.save()
+        try replica.synchronize()
+        #expect(try replica.pendingTransactionCount() == 0)
+        #expect(replica.statistics.conflictCount == 0)
+        try fixture.expectConverged(replica)
+        #expect(try fixture.serverObjects("Book").isEmpty)
+    }
 }
