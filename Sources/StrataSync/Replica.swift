@@ -180,7 +180,22 @@ public final class Replica: @unchecked Sendable {
         defer { work.unlock() }
         if try state().serverToken == nil { try seedLocked() }
         if configuration.pushes { _ = try pushLocked() }
-        return try pullLocked(wait: wait)
+        let applied = try pullLocked(wait: wait)
+        try pruneHistory()
+        return applied
+    }
+
+    /// Forgets the local history no push needs: everything up to the last transaction committed
+    /// before the outbox was found empty, or up to the last pushed one, less the newest
+    /// ``ReplicaConfiguration/keptHistory``, once twice that many are kept.
+    func pruneHistory() throws {
+        let last = try store.lastHistoryNumber()
+        guard let first = try store.firstHistoryNumber(), last - first > 2 * Int64(configuration.keptHistory) else {
+            return
+        }
+        let through = try outbox(limit: 1).isEmpty ? last : try state().pushedThrough
+        let bound = min(through, last - Int64(configuration.keptHistory))
+        if bound > first { try store.deleteHistory(.through(bound)) }
     }
 
     /// Makes a replica that holds nothing yet follow the feed from `token` without reading the

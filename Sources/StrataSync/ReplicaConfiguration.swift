@@ -37,6 +37,10 @@ public struct ReplicaConfiguration: Sendable {
     /// The transaction author of the replica's own writes: local history by this author is never
     /// pushed.
     public var author = "strata-sync"
+    /// How many of its newest local history transactions the replica keeps when it prunes the
+    /// rest (for readers of a feed served over the replica); local writes not yet pushed are
+    /// always kept.
+    public var keptHistory = 10_000
     /// The shortest and longest wait between retries after a failure, in seconds (doubling).
     public var retryDelays: ClosedRange<Double> = 0.05...5
 

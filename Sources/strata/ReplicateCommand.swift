@@ -208,6 +208,9 @@ enum ReplicateCommand {
         options.dataDirectory = directory
         options.readCacheObjects = 0
         options.idempotencyHours = 0
+        // The replica prunes its history itself, never past a local write it has not pushed.
+        options.historyRetention = nil
+        options.historyMaxChanges = nil
         if !settings.writable {
             for entity in replica.configuration.model.entityNames { options.entityAccess[entity] = .readOnly }
         }

@@ -72,4 +72,26 @@ import Testing
         #expect(try fixture.serverObjects("Tag").values.first?.objectValue?["name"] == .string("offline"))
         #expect(try fixture.serverObjects("Author").count == 2)
     }
+
+    @Test func prunedHistoryKeepsUnpushedWrites() throws {
+        let fixture = try SyncFixture()
+        let replica = try fixture.replica {
+            $0.keptHistory = 2
+            $0.pushes = false
+        }
+        try replica.synchronize()
+        let context = ObjectContext(coordinator: replica.coordinator)
+        _ = try context.insert("Tag", values: ["name": .string("waiting")])
+        try context.save()
+        let store = replica.coordinator.stores[0]
+        let first = try #require(try store.firstHistoryNumber())
+        for index in 0..<10 {
+            _ = try fixture.create("/authors", #"{"name": "A\#(index)"}"#)
+            try replica.synchronize()
+        }
+        #expect(try #require(try store.firstHistoryNumber()) > first)
+        #expect(try replica.pendingTransactionCount() == 1)
+        try replica.push()
+        #expect(try fixture.serverObjects("Tag").count == 1)
+    }
 }
