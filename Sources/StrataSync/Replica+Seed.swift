@@ -107,9 +107,11 @@ extension Replica {
         return values
     }
 
-    /// The objects local changes wait to be pushed for (see ``objectKey(_:_:)``).
+    /// The objects local changes wait to be pushed for (see ``objectKey(_:_:)``); none for a
+    /// replica that does not push, whose local changes the server's overwrite.
     func pendingKeys() throws -> Set<String> {
         var keys = Set<String>()
+        guard configuration.pushes else { return keys }
         for transaction in try outbox() {
             for change in transaction.changes {
                 guard let key = change.objectID.primaryKey else { continue }

@@ -54,4 +54,22 @@ import Testing
         #expect(try context.object(with: author.objectID).string("name") == "Anna")
         #expect(changed.withLock { $0 }.allSatisfy { $0.entityName == "Author" })
     }
+
+    @Test func aReplicaThatDoesNotPushTakesTheServersChangesOverLocalOnes() throws {
+        let fixture = try SyncFixture()
+        let ann = try fixture.create("/authors", #"{"name": "Ann"}"#)
+        let replica = try fixture.replica { $0.pushes = false }
+        try replica.synchronize()
+        let context = ObjectContext(coordinator: replica.coordinator)
+        let identifier = replica.coordinator.stores[0].identifier
+        try context.object(with: ObjectID(store: identifier, entity: "Author", primaryKey: ann)).setValue(
+            .string("Local"), forKey: "name")
+        try context.save()
+        try fixture.send("PATCH", "/authors/\(ann)", #"{"name": "Server"}"#, expect: 200)
+        try waitUntil(seconds: 30) {
+            try replica.synchronize()
+            return try fixture.converged(replica)
+        }
+        #expect(replica.statistics.pushRequests == 0)
+    }
 }
