@@ -18,8 +18,12 @@ limit:
     deleted is on the server (no acknowledged write lost);
   - every replica's outbox is empty (its store's local history is all acknowledged).
 
+With --postgresql (run under Debian's pg_virtualenv, or with PGHOST, PGPORT, PGUSER, PGPASSWORD and
+PGDATABASE set), the server's Catalog store (authors, books, tags) lives in PostgreSQL, one schema
+per schedule.
+
 Usage: scripts/sync-convergence.py [--binary .build/debug/strata] [--schedules 5] [--steps 150]
-                                   [--seed N] [--kill-server]
+                                   [--seed N] [--kill-server] [--postgresql]
 The seed of each schedule is printed; a failure names it. Exits 1 on failure.
 """
 
@@ -192,8 +196,9 @@ def outbox_size(folder):
 class Schedule:
     """One seeded run: the processes, the writers' record, the checks."""
 
-    def __init__(self, binary, seed, steps, kill_server):
+    def __init__(self, binary, seed, steps, kill_server, postgresql=False):
         self.binary = binary
+        self.postgresql = postgresql
         self.rng = random.Random(seed)
         self.seed = seed
         self.steps = steps
@@ -209,7 +214,12 @@ class Schedule:
         origin_folder = os.path.join(self.folder, "origin")
         os.makedirs(origin_folder)
         port = free_port()
-        self.origin = Node([self.binary, "serve", "--port", str(port), "--data-dir", origin_folder], origin_folder, port)
+        arguments = [self.binary, "serve", "--port", str(port), "--data-dir", origin_folder]
+        if self.postgresql:
+            e = os.environ
+            base = f"postgresql://{e['PGUSER']}@{e['PGHOST']}:{e['PGPORT']}/{e['PGDATABASE']}"
+            arguments += ["--store", f"Catalog={base}?schema=sync_{self.seed}_{os.path.basename(self.folder)[-8:]}"]
+        self.origin = Node(arguments, origin_folder, port)
         self.origin.start()
         if not self.origin.wait_ready("/ready"):
             raise RuntimeError("the server did not start")
@@ -372,12 +382,15 @@ def main():
     parser.add_argument("--seed", type=int)
     parser.add_argument("--kill-server", action="store_true")
     parser.add_argument("--timeout", type=float, default=60)
+    parser.add_argument("--postgresql", action="store_true",
+                        help="the server's Catalog store in PostgreSQL (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE)")
     arguments = parser.parse_args()
     first = arguments.seed if arguments.seed is not None else random.randrange(1 << 32)
     failures = 0
     for number in range(arguments.schedules):
         seed = first + number
-        schedule = Schedule(os.path.abspath(arguments.binary), seed, arguments.steps, arguments.kill_server)
+        schedule = Schedule(os.path.abspath(arguments.binary), seed, arguments.steps, arguments.kill_server,
+                            arguments.postgresql)
         started = time.time()
         try:
             schedule.start()
