@@ -20,10 +20,11 @@ limit:
 
 With --postgresql (run under Debian's pg_virtualenv, or with PGHOST, PGPORT, PGUSER, PGPASSWORD and
 PGDATABASE set), the server's Catalog store (authors, books, tags) lives in PostgreSQL, one schema
-per schedule.
+per schedule; --servers 2 runs two servers over that same store (each with its own SQLite Activity
+store), the replicas following one or the other, the writers writing through both.
 
 Usage: scripts/sync-convergence.py [--binary .build/debug/strata] [--schedules 5] [--steps 150]
-                                   [--seed N] [--kill-server] [--postgresql]
+                                   [--seed N] [--kill-server] [--postgresql [--servers 2]]
 The seed of each schedule is printed; a failure names it. Exits 1 on failure.
 """
 
@@ -196,9 +197,10 @@ def outbox_size(folder):
 class Schedule:
     """One seeded run: the processes, the writers' record, the checks."""
 
-    def __init__(self, binary, seed, steps, kill_server, postgresql=False):
+    def __init__(self, binary, seed, steps, kill_server, postgresql=False, servers=1):
         self.binary = binary
         self.postgresql = postgresql
+        self.server_count = servers
         self.rng = random.Random(seed)
         self.seed = seed
         self.steps = steps
@@ -211,18 +213,24 @@ class Schedule:
         self.writes = {}
 
     def start(self):
-        origin_folder = os.path.join(self.folder, "origin")
-        os.makedirs(origin_folder)
-        port = free_port()
-        arguments = [self.binary, "serve", "--port", str(port), "--data-dir", origin_folder]
-        if self.postgresql:
-            e = os.environ
-            base = f"postgresql://{e['PGUSER']}@{e['PGHOST']}:{e['PGPORT']}/{e['PGDATABASE']}"
-            arguments += ["--store", f"Catalog={base}?schema=sync_{self.seed}_{os.path.basename(self.folder)[-8:]}"]
-        self.origin = Node(arguments, origin_folder, port)
-        self.origin.start()
-        if not self.origin.wait_ready("/ready"):
-            raise RuntimeError("the server did not start")
+        schema = f"sync_{self.seed}_{os.path.basename(self.folder)[-8:]}"
+        self.origins = []
+        for number in range(self.server_count):
+            origin_folder = os.path.join(self.folder, f"origin-{number}")
+            os.makedirs(origin_folder)
+            port = free_port()
+            arguments = [self.binary, "serve", "--port", str(port), "--data-dir", origin_folder]
+            if self.postgresql:
+                e = os.environ
+                base = f"postgresql://{e['PGUSER']}@{e['PGHOST']}:{e['PGPORT']}/{e['PGDATABASE']}"
+                arguments += ["--store", f"Catalog={base}?schema={schema}"]
+            node = Node(arguments, origin_folder, port)
+            node.start()
+            if not node.wait_ready("/ready"):
+                raise RuntimeError(f"server {number} did not start")
+            self.origins.append(node)
+        self.origin = self.origins[0]
+        port = self.origin.port
         for index in range(3):
             author = self.create_author(port)
             request(port, "POST", "/books", {"title": f"shared-{index}", "author": author})
@@ -230,7 +238,7 @@ class Schedule:
         for index in range(3):
             folder = os.path.join(self.folder, f"replica-{index}")
             os.makedirs(folder)
-            proxy = Proxy(port)
+            proxy = Proxy(self.origins[index % len(self.origins)].port)
             replica_port = free_port()
             node = Node([self.binary, "replicate", "--from", f"http://127.0.0.1:{proxy.port}", "--data-dir", folder,
                          "--port", str(replica_port), "--writable", "--wait", "2",
@@ -258,14 +266,12 @@ class Schedule:
 
     def write(self):
         """One random write on the server or a running replica."""
-        targets = [self.origin] + [r for r in self.replicas if r.running]
-        if not self.origin.running:
-            targets.remove(self.origin)
+        targets = [o for o in self.origins if o.running] + [r for r in self.replicas if r.running]
         if not targets:
             return
         node = self.rng.choice(targets)
         port = node.port
-        side = "server" if node is self.origin else "replicas"
+        side = "server" if node in self.origins else "replicas"
         choice = self.rng.random()
         if choice < 0.3:
             self.create_author(port)
@@ -308,8 +314,9 @@ class Schedule:
             replica.kill()
             pending.append((now + self.rng.uniform(0.1, 1.5), lambda r=replica: r.running or r.start()))
         else:
-            self.origin.kill()
-            pending.append((now + self.rng.uniform(0.1, 1.0), lambda: self.origin.running or self.origin.start()))
+            origin = self.rng.choice(self.origins)
+            origin.kill()
+            pending.append((now + self.rng.uniform(0.1, 1.0), lambda o=origin: o.running or o.start()))
 
     def run(self):
         pending = []
@@ -328,8 +335,11 @@ class Schedule:
             replica.proxy.set_online(True)
             if not replica.running:
                 replica.start()
-        if not self.origin.running:
-            self.origin.start()
+        for origin in self.origins:
+            if not origin.running:
+                origin.start()
+        for origin in self.origins:
+            origin.wait_ready("/ready")
 
     def converged(self):
         server = {r: objects(self.origin.port, r) for r in ("authors", "books", "tags")}
@@ -368,9 +378,9 @@ class Schedule:
             self.problems.append(f"acknowledged authors lost: {lost[:5]}")
 
     def stop(self):
-        for node in self.replicas + [self.origin]:
+        for node in getattr(self, "replicas", []) + getattr(self, "origins", []):
             node.kill()
-        for replica in self.replicas:
+        for replica in getattr(self, "replicas", []):
             replica.proxy.set_online(False)
 
 
@@ -381,7 +391,10 @@ def main():
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--kill-server", action="store_true")
-    parser.add_argument("--timeout", type=float, default=60)
+    # Above 120 s: a server killed while answering a push leaves its idempotency claim in a shared
+    # PostgreSQL ledger running for 120 s, and the replica waits that long before a new key.
+    parser.add_argument("--timeout", type=float, default=180)
+    parser.add_argument("--servers", type=int, default=1, help="servers over the PostgreSQL store (with --postgresql)")
     parser.add_argument("--postgresql", action="store_true",
                         help="the server's Catalog store in PostgreSQL (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE)")
     arguments = parser.parse_args()
@@ -390,7 +403,7 @@ def main():
     for number in range(arguments.schedules):
         seed = first + number
         schedule = Schedule(os.path.abspath(arguments.binary), seed, arguments.steps, arguments.kill_server,
-                            arguments.postgresql)
+                            arguments.postgresql, arguments.servers if arguments.postgresql else 1)
         started = time.time()
         try:
             schedule.start()

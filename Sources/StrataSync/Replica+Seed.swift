@@ -116,10 +116,25 @@ extension Replica {
             for change in transaction.changes {
                 guard let key = change.objectID.primaryKey else { continue }
                 let entity = change.objectID.entityName
+                // An update of only one-to-many relationships sends nothing (the other side's
+                // to-one carries it), so it meets no conflict that would bring the server's state.
+                if change.kind == .update, !(change.updatedProperties ?? []).contains(where: { isSent($0, of: entity) })
+                {
+                    continue
+                }
                 keys.insert(objectKey(entity, try serverKey(entity, key) ?? key))
             }
         }
         return keys
+    }
+
+    /// Whether a push sends property `name` of `entity`: an attribute, a to-one or a many-to-many
+    /// relationship.
+    func isSent(_ name: String, of entity: String) -> Bool {
+        let model = configuration.model
+        if let attribute = model.attribute(name, of: entity) { return attribute.derivation == nil }
+        guard let relationship = model.relationship(name, of: entity) else { return false }
+        return !relationship.isToMany || isManyToMany(relationship, of: entity)
     }
 
     /// The local transactions waiting to be pushed: the store's history after the last one the

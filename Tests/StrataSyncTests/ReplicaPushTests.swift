@@ -93,4 +93,27 @@ import Testing
         try fixture.expectConverged(replica)
         #expect(try fixture.serverObjects("Book").isEmpty)
     }
+
+    @Test func anObjectChangedOnlyThroughItsOneToManyStillTakesServerChanges() throws {
+        let fixture = try SyncFixture()
+        let ann = try fixture.create("/authors", #"{"name": "Ann"}"#)
+        let replica = try fixture.replica()
+        try replica.synchronize()
+        // A local book for Ann: the local history records Ann as changed too (her `books`).
+        let context = ObjectContext(coordinator: replica.coordinator)
+        let identifier = Self.store(replica).identifier
+        let book = try context.insert("Book", values: ["title": .string("Local")])
+        try book.setObject(
+            try context.object(with: ObjectID(store: identifier, entity: "Author", primaryKey: ann)), forKey: "author")
+        try context.save()
+        // And gone again before it is pushed: nothing of either transaction reaches the server.
+        try context.delete(book)
+        try context.save()
+        try fixture.send("PATCH", "/authors/\(ann)", #"{"email": "ann@example.org"}"#, expect: 200)
+        // The server's change comes in before the local ones go out.
+        try replica.pull()
+        try replica.synchronize()
+        try fixture.expectConverged(replica)
+        #expect(replica.statistics.conflictCount == 0)
+    }
 }
