@@ -54,7 +54,7 @@ enum StrataCommand {
             run: ExportCommand.run),
         Subcommand(
             name: "replicate", synopsis: "replicate --from URL --data-dir DIR",
-            summary: "keep a local copy of a server's objects, following its changes",
+            summary: "a local copy of a server that follows its changes",
             run: ReplicateCommand.run),
     ]
 

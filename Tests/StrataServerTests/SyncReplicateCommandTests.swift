@@ -14,6 +14,7 @@ import Testing
     @Test func printsItsHelp() throws {
         let usage = try CommandLineTests.run(["help"])
         #expect(usage.output.contains("\n  replicate "))
+        #expect(usage.output.split(separator: "\n").allSatisfy { $0.count <= 100 }, "\(usage.output)")
         let help = try CommandLineTests.run(["replicate", "--help"])
         #expect(help.status == 0, "\(help.error)")
         #expect(help.output.hasPrefix("usage: strata replicate "))
