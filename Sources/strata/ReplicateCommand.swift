@@ -146,7 +146,9 @@ enum ReplicateCommand {
         }
         printError("strata replicate: following \(from) into \(directory)")
         let failing = Locked(false)
+        let reported = Locked((conflicts: 0, rejected: 0))
         replica.run { result in
+            report(replica, since: reported)
             switch result {
             case .success:
                 if failing.withLock({ $0 }) { printError("strata replicate: the server answers again") }
@@ -158,7 +160,34 @@ enum ReplicateCommand {
         }
         instance?.stop()
         _ = sources
+        let statistics = replica.statistics
+        printError(
+            "strata replicate: stopped at \(replica.serverToken ?? "-"): \(statistics.pulledChanges) changes applied, "
+                + "\(statistics.pushedTransactions) local transactions pushed, \(statistics.conflictCount) conflicts, "
+                + "\(statistics.seeds) seeds")
         return 0
+    }
+
+    /// Prints the conflicts settled and the pushes refused since the last report.
+    static func report(_ replica: Replica, since reported: Locked<(conflicts: Int, rejected: Int)>) {
+        let conflicts = replica.conflicts
+        let rejected = replica.rejectedPushes
+        let (fromConflict, fromRejected) = reported.withLock { seen in
+            defer { seen = (conflicts.count, rejected.count) }
+            return (seen.conflicts, seen.rejected)
+        }
+        for conflict in conflicts.dropFirst(fromConflict) {
+            let server = conflict.serverDeleted ? "deleted on the server" : "changed on the server"
+            printError(
+                "strata replicate: conflict: local \(conflict.localChange.rawValue) of \(conflict.entity) "
+                    + "\(conflict.id), \(server), settled \(conflict.policy.rawValue)"
+                    + (conflict.localLost ? " (the local change lost)" : ""))
+        }
+        for push in rejected.dropFirst(fromRejected) {
+            printError(
+                "strata replicate: the server refused local transaction \(push.transaction) (\(push.status) "
+                    + "\(push.detail)); its objects took the server's state")
+        }
     }
 
     /// The replica's configuration from the command line.
@@ -185,6 +214,7 @@ enum ReplicateCommand {
     static func catchUp(_ replica: Replica) -> Int32 {
         do {
             while try replica.synchronize() > 0 {}
+            report(replica, since: Locked((0, 0)))
             let statistics = replica.statistics
             printError(
                 "strata replicate: caught up at \(replica.serverToken ?? "-"): \(statistics.pulledChanges) changes "

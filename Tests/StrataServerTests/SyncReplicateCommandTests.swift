@@ -107,4 +107,34 @@ import Testing
         #expect(items?.count == 2)
         #expect(try TestClient(port: port).send("GET", "/strata-sync-states").status == 404)
     }
+
+    @Test func anOfflineCopyEditedLocallySettlesItsConflictOnTheNextRun() throws {
+        let origin = try ServerFixture()
+        _ = try origin.client.send("POST", "/authors", json: #"{"name": "Base"}"#)
+        let folder = TemporaryDirectory()
+        let arguments = [
+            "replicate", "--from", "http://127.0.0.1:\(origin.server.port)", "--data-dir", folder.url.path, "--once",
+            "--writable", "--policy", "Author=local-wins",
+        ]
+        let first = try StrataProcess(arguments)
+        #expect(first.waitForExit() == 0, "\(first.stderr.current)")
+        // Edited offline, through a server over the copy; meanwhile the origin changes too.
+        let local = try StrataProcess([
+            "serve", "--port", "0", "--data-dir", folder.url.path, "--model",
+            folder.url.appendingPathComponent("replica-model.json").path,
+        ])
+        let port = try #require(local.port(), "\(local.stderr.current)")
+        #expect(try TestClient(port: port).send("PATCH", "/authors/1", json: #"{"name": "Local"}"#).status == 200)
+        local.process.terminate()
+        #expect(local.waitForExit() == 0)
+        #expect(try origin.client.send("PATCH", "/authors/1", json: #"{"name": "Server"}"#).status == 200)
+
+        let second = try StrataProcess(arguments)
+        #expect(second.waitForExit() == 0, "\(second.stderr.current)")
+        #expect(
+            second.stderr.current.contains(
+                "conflict: local update of Author 1, changed on the server, settled local-wins"),
+            "\(second.stderr.current)")
+        #expect(try origin.client.send("GET", "/authors/1").json.objectValue?["name"] == .string("Local"))
+    }
 }
