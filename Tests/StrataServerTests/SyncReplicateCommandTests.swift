@@ -137,4 +137,27 @@ import Testing
             "\(second.stderr.current)")
         #expect(try origin.client.send("GET", "/authors/1").json.objectValue?["name"] == .string("Local"))
     }
+
+    @Test func aTokenStartsTheFeedThereWithoutTheExport() throws {
+        let origin = try ServerFixture()
+        _ = try origin.client.send("POST", "/authors", json: #"{"name": "Before"}"#)
+        let token = try #require(try origin.client.send("GET", "/authors").header("strata-history-token"))
+        _ = try origin.client.send("POST", "/authors", json: #"{"name": "After"}"#)
+        let folder = TemporaryDirectory()
+        let run = try StrataProcess([
+            "replicate", "--from", "http://127.0.0.1:\(origin.server.port)", "--data-dir", folder.url.path, "--once",
+            "--token", token,
+        ])
+        #expect(run.waitForExit() == 0, "\(run.stderr.current)")
+        #expect(run.stderr.current.contains("1 changes applied"), "\(run.stderr.current)")
+        // Only what came after the token is there.
+        let model = try ObjectModel.load(contentsOf: folder.url.appendingPathComponent("replica-model.json"))
+        let coordinator = StoreCoordinator(model: model)
+        let store = try coordinator.addStore(
+            type: .sqlite, url: folder.url.appendingPathComponent("default.sqlite"),
+            options: StoreOptions(readOnly: true))
+        defer { coordinator.remove(store) }
+        let names = try store.fetch(FetchRequest(entityName: "Author")).map { $0[attribute: "name"] }
+        #expect(names == [.string("After")])
+    }
 }
