@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataHTTP", targets: ["StrataHTTP"]),
         .library(name: "StrataServer", targets: ["StrataServer"]),
+        .library(name: "StrataSync", targets: ["StrataSync"]),
         .executable(name: "strata", targets: ["strata"]),
         .executable(name: "strata-bench", targets: ["strata-bench"]),
     ],
@@ -50,6 +51,8 @@ let package = Package(
         // libmicrohttpd alone answering a constant body: the ceiling `strata-bench` compares with.
         .executableTarget(
             name: "strata-ceiling", path: "Sources/StrataCeiling", linkerSettings: [.linkedLibrary("microhttpd")]),
+        // A local replica of a server's objects that pulls its change feed and pushes local saves.
+        .target(name: "StrataSync", dependencies: ["Strata"]),
         // A throwaway PostgreSQL cluster for the test suites and `strata-bench`.
         .target(name: "StrataPGCluster"),
         // What the two command-line executables share: the option table that parses each
@@ -57,7 +60,8 @@ let package = Package(
         .target(name: "StrataCLI"),
         // The command line that ships: serve, health, model, openapi, diagram, inspect, migrate,
         // split, import. It links no benchmark code and no cluster starter.
-        .executableTarget(name: "strata", dependencies: ["Strata", "StrataHTTP", "StrataServer", "StrataCLI"]),
+        .executableTarget(
+            name: "strata", dependencies: ["Strata", "StrataHTTP", "StrataServer", "StrataCLI", "StrataSync"]),
         // The benchmark: wrk scripts, /proc readers, raw SQLite and libpq baselines, scratch clusters.
         // It runs strata (the scale scenarios' servers) and strata-ceiling from beside itself: as
         // dependencies they are built with it, their code not linked into it.
@@ -74,6 +78,8 @@ let package = Package(
             path: "Tests/StrataTestSupport"),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTestSupport"]),
         .testTarget(name: "StrataCLITests", dependencies: ["StrataCLI"]),
+        .testTarget(
+            name: "StrataSyncTests", dependencies: ["StrataSync", "StrataServer", "Strata", "StrataTestSupport"]),
         .testTarget(
             name: "StrataServerTests", dependencies: ["StrataServer", "StrataHTTP", "Strata", "StrataTestSupport"]),
     ],

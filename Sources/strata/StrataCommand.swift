@@ -52,6 +52,10 @@ enum StrataCommand {
             name: "export", synopsis: "export --data-dir DIR --to OUT",
             summary: "write the stores' objects as a store Core Data opens",
             run: ExportCommand.run),
+        Subcommand(
+            name: "replicate", synopsis: "replicate --from URL --data-dir DIR",
+            summary: "a local copy of a server that follows its changes",
+            run: ReplicateCommand.run),
     ]
 
     static var usage: String {
