@@ -47,11 +47,19 @@ extension OpenAPIBuilder {
                     (
                         "description",
                         .string(
-                            "Filter on \(attribute.name): \(FilterSyntax.describe(attribute.type)); "
+                            "Filter on \(attribute.name): "
+                                + "\(FilterSyntax.describe(attribute.type, searchable: attribute.isSearchable)); "
                                 + "e.g. `\(example)`.\(about)")
                     ),
                     ("required", false),
-                    ("schema", ["type": "string", "pattern": .string(FilterSyntax.pattern(attribute.type))]),
+                    (
+                        "schema",
+                        [
+                            "type": "string",
+                            "pattern": .string(
+                                FilterSyntax.pattern(attribute.type, searchable: attribute.isSearchable)),
+                        ]
+                    ),
                     ("example", .string(example)),
                 ]))
         }
@@ -78,7 +86,8 @@ extension OpenAPIBuilder {
 
     /// `order=year.desc,title`: attributes, each optionally `.asc` or `.desc`.
     func orderParameter(_ entity: EntityDescription) -> OpenAPINode {
-        let names = model.attributes(of: entity.name).map(\.name) + [ObjectCodec.idKey]
+        var names = model.attributes(of: entity.name).map(\.name) + [ObjectCodec.idKey]
+        if FilterSyntax.ranks(entity.name, model: model) { names.append(FilterSyntax.rankName) }
         let alternatives = names.map(Self.regexEscaped).joined(separator: "|")
         let key = "(" + alternatives + #")(\.(asc|desc))?"#
         return .members([
