@@ -98,7 +98,11 @@ extension OpenAPIBuilder {
                 .string(
                     "Sort keys, comma-separated: attributes or `_id`, each optionally followed by `.asc` (the "
                         + "default) or `.desc`, e.g. `\(names.first.map { $0 + ".desc" } ?? "")`; at most "
-                        + "\(limits.orderKeys) keys.")
+                        + "\(limits.orderKeys) keys."
+                        + (FilterSyntax.ranks(entity.name, model: model)
+                            ? " `rank` sorts by relevance to the text search filters (fts, plfts, phfts, wfts), the "
+                                + "most relevant first (`rank.asc` reverses it); without one every object ranks 0."
+                            : ""))
             ),
             ("required", false),
             (

@@ -32,7 +32,8 @@ extension RESTService {
         switch route {
         case .index: return Self.page(title: "\(model.name) — Strata", body: indexBody(request))
         case .collection(let entity):
-            let answer = try list(entity, request)
+            if let redirect = htmlSearchRedirect(entity, request) { return redirect }
+            let answer = try list(entity, htmlListRequest(entity, request))
             return Self.page(title: "\(entity) — \(model.name)", body: try tableBody(entity, answer, request))
         case .item(let entity, let id):
             let answer = try read(entity, id, request)
@@ -99,6 +100,7 @@ extension RESTService {
             "<form method=\"get\" action=\"\(Self.escaped(path))\"><label>where <input name=\"where\" size=\"50\" "
             + "value=\"\(Self.escaped(current))\" placeholder=\"title BEGINSWITH 'A'\"></label> "
             + "<button>filter</button> <a href=\"/docs#/\(Self.escaped(entity))\">docs</a></form>\n"
+        out += htmlSearchForm(entity, request) + htmlFacets(entity, page, request)
         out += "<div class=\"wide\"><table class=\"objects\"><thead><tr>"
         for column in columns { out += "<th>\(Self.escaped(column))</th>" }
         out += "</tr></thead><tbody>\n"
@@ -181,6 +183,7 @@ extension RESTService {
             a{color:var(--link)}table{border-collapse:collapse;margin:8px 0 20px;width:100%}th,td{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
             th{background:var(--head)}small,.null{color:var(--muted)}code{font-size:12px}img{max-width:100%;height:auto;border:1px solid var(--line)}
             td.count{text-align:right;font-variant-numeric:tabular-nums}.wide{overflow-x:auto}
+            .facets{display:flex;flex-wrap:wrap;gap:8px 24px}.facet h3{font-size:14px;margin:8px 0 2px}.facet ul{list-style:none;margin:0;padding:0}
             </style></head>
             <body>
             \(body)
