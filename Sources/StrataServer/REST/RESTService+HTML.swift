@@ -119,7 +119,7 @@ extension RESTService {
         }
         out += "</tbody></table></div>\n"
         if items.isEmpty { out += "<p>No objects.</p>\n" }
-        if let next = page["next"]?.stringValue {
+        if let next = page["next"]?.stringValue.map({ htmlNextLink($0, request) }) {
             out += "<p><a rel=\"next\" href=\"\(Self.escaped(next))\">next page</a></p>\n"
         }
         return out

@@ -65,6 +65,17 @@ extension RESTService {
         return listed
     }
 
+    /// `next` of a list made by ``htmlListRequest(_:_:)`` without the facets the page added.
+    func htmlNextLink(_ next: String, _ request: HTTPRequest) -> String {
+        guard !request.query.contains(where: { $0.name == ListFacets.parameter }),
+            let mark = next.firstIndex(of: "?")
+        else { return next }
+        let items = next[next.index(after: mark)...].split(separator: "&").filter {
+            !$0.hasPrefix(ListFacets.parameter + "=")
+        }
+        return String(next[..<mark]) + (items.isEmpty ? "" : "?" + items.joined(separator: "&"))
+    }
+
     /// The facets a table page asks for by itself.
     func htmlFacetNames(_ entity: String) -> [String] {
         guard let description = model.entity(named: entity) else { return [] }
@@ -131,7 +142,10 @@ extension RESTService {
                 }
                 var query = request.query.filter { $0.name != name && $0.name != "after" && $0.name != "offset" }
                 query.append((name, filter))
-                let shown = value.stringValue ?? value.jsonText
+                var shown = value.stringValue ?? value.jsonText
+                if let relationship = model.relationship(name, of: entity), value != .null {
+                    shown = relationship.destination + " " + shown
+                }
                 out +=
                     "<li><a href=\"\(Self.escaped(path + Self.queryString(query)))\">\(Self.escaped(shown))</a> "
                     + "<small>\(Self.escaped(count.jsonText))</small></li>"
