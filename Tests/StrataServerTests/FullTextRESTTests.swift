@@ -58,6 +58,10 @@ import Testing
             ("title=fts.whale&order=rank.asc", ["The White Whale", "Whale songs", "Whale whale sea"]),
             ("title=fts.whale&order=rank&limit=1&offset=1", ["Whale songs"]),
             ("title=fts.whale&year=eq.2000&order=rank", ["Whale whale sea", "Whale songs"]),
+            (
+                "where=" + RESTService.escape("title TEXTSEARCH 'whale & !sea'") + "&order=title",
+                ["The White Whale", "Whale songs"]
+            ),
         ]
         for (query, expected) in cases {
             #expect(try Self.titles(client, query) == expected, "\(store) \(query)")

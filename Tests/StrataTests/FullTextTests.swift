@@ -102,6 +102,20 @@ import Testing
         #expect(try TextQuery(query.text, syntax: .query) == query)
     }
 
+    @Test func formatStringsWriteAndReadTextSearches() throws {
+        let predicate = try FetchPredicate(format: "title textsearch 'whale & !sea' AND code == 'c1'")
+        #expect(
+            predicate
+                == .and([
+                    .textSearch(
+                        TextSearch("title", .and([.word("whale", prefix: false), .not(.word("sea", prefix: false))]))),
+                    .equal("code", .string("c1")),
+                ]))
+        #expect(try FetchPredicate(format: predicate.predicateFormat) == predicate)
+        #expect((try? FetchPredicate(format: "title TEXTSEARCH 3")) == nil)
+        #expect((try? FetchPredicate(format: "title TEXTSEARCH 'a & (b'")) == nil)
+    }
+
     @Test func aSearchOnAnAttributeThatIsNotSearchableIsRefused() throws {
         let folder = TemporaryDirectory()
         let context = try Kind.sqlite.context(folder)
