@@ -124,3 +124,43 @@ import Testing
         }
     }
 }
+
+extension FullTextMigrationTests {
+    static func coreDataModel(_ attributes: String) throws -> ObjectModel {
+        let folder = TemporaryDirectory()
+        let model = folder.file("Notes.xcdatamodel")
+        try FileManager.default.createDirectory(at: model, withIntermediateDirectories: true)
+        let contents = """
+            <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+            <model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0">
+                <entity name="Note" representedClassName="Note" syncable="YES">
+                    \(attributes)
+                </entity>
+            </model>
+            """
+        try Data(contents.utf8).write(to: model.appendingPathComponent("contents"))
+        return try ObjectModel.load(contentsOf: model)
+    }
+
+    @Test func coreDataModelsMarkSearchableAttributesInUserInfoOrForSpotlight() throws {
+        let model = try Self.coreDataModel(
+            """
+            <attribute name="text" optional="YES" attributeType="String">
+                <userInfo><entry key="strata.searchable" value="YES"/></userInfo>
+            </attribute>
+            <attribute name="title" optional="YES" attributeType="String" spotlightIndexingEnabled="YES"/>
+            <attribute name="plain" optional="YES" attributeType="String"/>
+            <attribute name="count" optional="YES" attributeType="Integer 32" spotlightIndexingEnabled="YES"/>
+            """)
+        #expect(model.attributes(of: "Note").filter(\.isSearchable).map(\.name).sorted() == ["text", "title"])
+        #expect(model.sourceWarnings.contains { $0.message.contains("indexed in Spotlight") })
+        #expect {
+            try Self.coreDataModel(
+                """
+                <attribute name="n" optional="YES" attributeType="Integer 32">
+                    <userInfo><entry key="strata.searchable" value="YES"/></userInfo>
+                </attribute>
+                """)
+        } throws: { "\($0)".contains("only a String attribute can be searchable") }
+    }
+}
