@@ -58,6 +58,8 @@ import Testing
             ("title=fts.whale&order=rank.asc", ["The White Whale", "Whale songs", "Whale whale sea"]),
             ("title=fts.whale&order=rank&limit=1&offset=1", ["Whale songs"]),
             ("title=fts.whale&year=eq.2000&order=rank", ["Whale whale sea", "Whale songs"]),
+            // Without a text search every relevance is 0: by id, as the last key's direction says.
+            ("year=eq.2000&order=format,rank.asc", ["Whale songs", "Whale whale sea", "Whaling days"]),
             (
                 "where=" + RESTService.escape("title TEXTSEARCH 'whale & !sea'") + "&order=title",
                 ["The White Whale", "Whale songs"]

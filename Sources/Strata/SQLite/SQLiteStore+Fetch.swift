@@ -80,7 +80,9 @@ extension SQLiteStore {
                 continue
             }
             if descriptor.key == SortKey.rank {
-                order.append(try rankOrder(request, ascending: descriptor.ascending, arguments: &rankArguments))
+                if let term = try rankOrder(request, ascending: descriptor.ascending, arguments: &rankArguments) {
+                    order.append(term)
+                }
                 continue
             }
             guard let attribute = model.attribute(descriptor.key, of: request.entityName) else {

@@ -192,9 +192,10 @@ extension SQLiteFunctions {
 
 extension SQLiteStore {
     /// The ORDER BY term of ``SortKey/rank``: `strata_rank` over the searched columns, its
-    /// arguments appended to `arguments`.
+    /// arguments appended to `arguments`; nil without a text search (every relevance is 0, and a
+    /// constant in ORDER BY would name a column).
     func rankOrder(_ request: FetchRequest, ascending: Bool, arguments: inout [SQLiteValue]) throws(StoreError)
-        -> String
+        -> String?
     {
         var predicate: FetchPredicate?
         do {
@@ -204,6 +205,7 @@ extension SQLiteStore {
         }
         let builder = SQLPredicateBuilder(
             model: model, schema: schema, entity: request.entityName, storeIdentifier: metadata.identifier)
+        guard predicate?.rankedSearches.isEmpty == false else { return nil }
         let rank = builder.rank(predicate)
         arguments += rank.arguments
         return "(\(rank.sql)) \(ascending ? "ASC" : "DESC")"
