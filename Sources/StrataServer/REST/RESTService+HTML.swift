@@ -5,7 +5,8 @@ import StrataHTTP
 /// Pages for a browser, with no JavaScript: `GET /` with `Accept: text/html` lists the
 /// configurations, their stores and entities (with object counts, a curl line each, and the
 /// model's diagram); a collection or object asked for as HTML is a table of what the JSON answer
-/// holds, with related objects as links and the same filters and cursor. JSON clients (any
+/// holds, with related objects as links and the same filters and cursor, a search box where the
+/// entity has searchable attributes and facets (``htmlFacets(_:_:_:)``). JSON clients (any
 /// `Accept` that does not prefer `text/html`, `*/*` included) get JSON as before.
 extension RESTService {
     /// Whether `request` prefers HTML to JSON: `text/html` listed with a quality at least that
