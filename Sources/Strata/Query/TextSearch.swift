@@ -36,6 +36,16 @@ public struct TextSearch: Sendable, Hashable {
         var current = String.UnicodeScalarView()
         func flush() {
             guard !current.isEmpty else { return }
+            // ASCII (most words) folds by itself, without Foundation's folding.
+            if current.allSatisfy(\.isASCII) {
+                let bytes = current.map { scalar -> UInt8 in
+                    let byte = UInt8(scalar.value)
+                    return (65...90).contains(byte) ? byte + 32 : byte
+                }
+                words.append(String(decoding: bytes, as: UTF8.self))
+                current = String.UnicodeScalarView()
+                return
+            }
             let word = String(current).lowercased().folding(options: .diacriticInsensitive, locale: nil)
             // A word of combining marks only folds to nothing.
             let kept = String(word.unicodeScalars.filter { !isMark($0) })
@@ -57,11 +67,15 @@ public struct TextSearch: Sendable, Hashable {
     }
 
     private static func isWordScalar(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII {
+            let value = scalar.value
+            return (48...57).contains(value) || (65...90).contains(value) || (97...122).contains(value)
+        }
         switch scalar.properties.generalCategory {
         case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter, .decimalNumber,
             .letterNumber, .otherNumber, .privateUse, .nonspacingMark, .spacingMark, .enclosingMark:
-            true
-        default: false
+            return true
+        default: return false
         }
     }
 
