@@ -10,7 +10,8 @@ data folder, from a working folder of its own, so /docs has only what the binary
 creates a few objects, then for each page asks Chromium for the DOM after its scripts ran
 (`--dump-dom`) and asserts on it: the landing page names every entity with its count, /docs
 lists every operation of the OpenAPI document (Swagger UI's own DOM, so its JavaScript ran),
-the diagram groups every entity in its configuration. Chromium's network log must show no
+the diagram groups every entity in its configuration, the books table's search box and a facet
+link lead to the objects they select. Chromium's network log must show no
 request to any host but the server's. A screenshot of each page is kept in
 .build/artifacts/screenshots. Prints one line per check and exits non-zero when one fails. Without
 Chromium it fails under CI=true and is skipped (saying so) elsewhere.
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".build/debug/strata")
@@ -100,6 +102,35 @@ def request(base, method, path, body=None):
         return json.loads(response.read() or b"null")
 
 
+def search_and_facets(base, work):
+    """The table page's search box and a facet link, followed as a browser follows them: the form's
+    fields as Chromium rendered them make the address a submission asks for (the box holding
+    "wizard"), Chromium loads it (following the server's 303 to the list with its wfts filter), and
+    a facet link read from the page it shows is loaded in turn."""
+    import html
+    dom, _ = browse(base + "/books", work, ["--dump-dom"])
+    form = re.search(r'<form class="search" method="get" action="([^"]*)">(.*?)</form>', dom, re.S)
+    fields = re.findall(r'<input type="(search|hidden)" name="([^"]*)"[^>]*?value="([^"]*)"', form.group(2)) if form else []
+    report(form is not None and any(kind == "search" for kind, _, _ in fields), "the table page has a search box",
+           "no form" if form is None else str(fields))
+    if form is None:
+        return
+    query = "&".join(urllib.parse.quote(html.unescape(name)) + "=" +
+                     urllib.parse.quote("wizard" if kind == "search" else html.unescape(value))
+                     for kind, name, value in fields)
+    dom, urls = browse(base + html.unescape(form.group(1)) + "?" + query, work, ["--dump-dom"])
+    report("A Wizard of Earthsea" in dom and "The Dispossessed" not in dom and 'value="wizard"' in dom,
+           "the search box lists what matches (through the wfts filter)",
+           ", ".join(sorted(u for u in urls if "/books" in u)))
+    dom, _ = browse(base + "/books", work, ["--dump-dom"])
+    link = re.search(r'data-facet="year">.*?<a href="([^"]*year=eq\.1974[^"]*)">1974</a>', dom, re.S)
+    report(link is not None, "the table page lists year facets as links", link.group(1) if link else "no link for 1974")
+    if link is None:
+        return
+    dom, _ = browse(base + html.unescape(link.group(1)), work, ["--dump-dom"])
+    report("The Dispossessed" in dom and "A Wizard of Earthsea" not in dom, "a facet link filters the table")
+
+
 def main():
     chromium()  # before anything starts: without a browser there is nothing to check
     port = free_port()
@@ -146,6 +177,8 @@ def main():
         grouped = all(re.search(r'data-configuration="Catalog".*data-entity="%s"' % e, dom, re.S)
                       for e in ("Author", "Book", "Tag"))
         report(grouped and 'data-entity="SearchLog"' in dom, "the diagram draws every entity in its configuration")
+
+        search_and_facets(base, work)
 
         for name, path in (("landing", "/"), ("docs", "/docs"), ("diagram", "/_model/diagram.svg"),
                            ("books", "/books")):

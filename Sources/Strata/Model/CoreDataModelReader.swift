@@ -147,7 +147,8 @@ private final class XMLTreeBuilder: NSObject, XMLParserDelegate {
 /// What is read: entities (`name`, `parentEntity`, `isAbstract`, `renamingIdentifier`, and the
 /// `resource` entry of the entity's own `userInfo`), attributes, relationships, fetched properties,
 /// uniqueness constraints, fetch indexes (and the older `indexed="YES"` and `compoundIndexes`),
-/// configurations and the model's `userDefinedModelVersionIdentifier`. Everything else (layout
+/// searchable attributes (``searchableKey`` in an attribute's `userInfo`, or Spotlight's
+/// `spotlightIndexingEnabled="YES"` on a String attribute), configurations and the model's `userDefinedModelVersionIdentifier`. Everything else (layout
 /// `elements`, other `userInfo` entries, `representedClassName`, `syncable`, `codeGenerationType`,
 /// `usesScalarValueType`, `versionHashModifier`, unknown attributes and elements) is ignored.
 /// Transient attributes and relationships are skipped: they hold no stored data.
@@ -181,6 +182,41 @@ struct CoreDataModelReader {
         if let value = Self.boolean(text) { return value }
         warn(.invalidValue, entity, property, "'\(key)' is '\(text)', read as NO")
         return false
+    }
+
+    /// The `userInfo` key that makes an attribute searchable (value `YES`, `true` or `1`), as
+    /// ``AttributeDescription/isSearchable`` and the JSON format's `"searchable": true` do.
+    static let searchableKey = "strata.searchable"
+
+    /// Whether an attribute is searchable: its `userInfo` says so (``searchableKey``; on a type
+    /// other than String that is a model error), or it is a String attribute Core Data indexes in
+    /// Spotlight (`spotlightIndexingEnabled`; Spotlight also indexes other types, which Strata's
+    /// full-text search does not read: those are warned about and left out).
+    private mutating func searchable(_ node: ModelXMLNode, _ type: AttributeType, _ entity: String, _ name: String)
+        -> Bool
+    {
+        let entries = node.children(named: "userInfo").flatMap { $0.children(named: "entry") }
+        if let entry = entries.last(where: { $0["key"] == Self.searchableKey }) {
+            guard let value = entry["value"].flatMap(Self.boolean) else {
+                add(.invalidValue, entity, name, "userInfo '\(Self.searchableKey)' must be YES or NO")
+                return false
+            }
+            if value && type != .string {
+                add(
+                    .invalidValue, entity, name,
+                    "userInfo '\(Self.searchableKey)': only a String attribute can be searchable, not \(type.rawValue)")
+                return false
+            }
+            return value
+        }
+        guard flag(node, "spotlightIndexingEnabled", absent: false, entity, name) else { return false }
+        if type != .string {
+            warn(
+                .unsupported, entity, name,
+                "indexed in Spotlight, but full-text search reads only String attributes: not searchable")
+            return false
+        }
+        return true
     }
 
     /// `YES`/`NO`, `true`/`false` or a number (non-zero is true), as Core Data parses flags and
@@ -379,6 +415,7 @@ struct CoreDataModelReader {
         attribute.renamedFrom = Self.renamingIdentifier(node)
         attribute.versionHashModifier = node["versionHashModifier"]
         attribute.coreData = coreDataInfo(node, typeName, entity, name)
+        attribute.isSearchable = searchable(node, type, entity, name)
         if flag(node, "derived", absent: false, entity, name) {
             if let expression = node["derivationExpression"] {
                 attribute.derivation = expression

@@ -35,6 +35,10 @@ public struct AttributeDescription: Sendable, Hashable {
     /// is a nested composite). Its value is a JSON object with one member per element, so its
     /// ``type`` is ``AttributeType/json``; nil for any other attribute.
     public var elements: [AttributeDescription]? = nil
+    /// Whether the attribute is searchable: the stores keep a full-text index of its words (SQLite
+    /// FTS5, a PostgreSQL `tsvector` with a GIN index) in the same transaction as every save, and
+    /// ``FetchPredicate/textSearch(_:)`` reads it. Only string attributes can be searchable.
+    public var isSearchable = false
     /// Set by ``ObjectModel`` when another entity of the hierarchy declares an attribute of the same
     /// name with another type: the column this one's values take instead of `name`.
     var suffixedColumn: String? = nil

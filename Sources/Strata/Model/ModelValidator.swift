@@ -162,6 +162,12 @@ struct ModelValidator {
 
     private mutating func check(_ attribute: AttributeDescription, in entity: EntityDescription) {
         let (name, type) = (attribute.name, attribute.type)
+        if attribute.isSearchable && (type != .string || attribute.elements != nil) {
+            add(
+                .invalidValue, entity.name, name,
+                "only a string attribute can be searchable (full-text search reads words); this one is "
+                    + (attribute.elements != nil ? "composite" : type.rawValue))
+        }
         if let min = attribute.minValue, let max = attribute.maxValue, let order = Self.compare(min, max), order > 0 {
             add(
                 .minGreaterThanMax, entity.name, name,

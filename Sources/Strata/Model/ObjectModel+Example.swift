@@ -20,7 +20,7 @@ extension ObjectModel {
             {
               "name": "Book",
               "attributes": [
-                {"name": "title", "type": "string", "optional": false, "minLength": 1, "maxLength": 500},
+                {"name": "title", "type": "string", "optional": false, "minLength": 1, "maxLength": 500, "searchable": true},
                 {"name": "year", "type": "integer32", "min": 0, "max": 3000},
                 {"name": "pages", "type": "integer16", "min": 1},
                 {"name": "wordCount", "type": "integer64"},

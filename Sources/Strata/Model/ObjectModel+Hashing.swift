@@ -1,12 +1,12 @@
 extension ObjectModel {
     /// A stable hash of everything about `entity` that shapes its stored data: its name, parent,
     /// abstractness, the names and types of its attributes (a composite's elements too), whether
-    /// they are optional, its relationships, uniqueness constraints and indexes. Declaration order,
+    /// they are optional and searchable, its relationships, uniqueness constraints and indexes. Declaration order,
     /// documentation, default values, validation rules and renaming identifiers do not change it
     /// (as in Core Data).
     public func versionHash(of entity: String) -> String? {
         guard let description = self.entity(named: entity) else { return nil }
-        // Modifiers and descending index elements are hashed only when present, so
+        // Modifiers, searchability and descending index elements are hashed only when present, so
         // models without them keep the hashes stores already recorded.
         func modifier(_ value: String?) -> String { value.map { ":modifier=\($0)" } ?? "" }
         var parts = [
@@ -22,7 +22,7 @@ extension ObjectModel {
         }
         parts += description.attributes.map {
             "attribute=\($0.name):\($0.type.rawValue):optional=\($0.isOptional)" + modifier($0.versionHashModifier)
-                + shape($0)
+                + shape($0) + ($0.isSearchable ? ":searchable" : "")
         }
         .sorted()
         parts += description.relationships.map { relationship in

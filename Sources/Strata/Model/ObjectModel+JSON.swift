@@ -212,7 +212,7 @@ struct JSONModelReader {
     private mutating func readAttribute(_ object: [String: JSONValue], entity: String) -> AttributeDescription? {
         let keys: Set<String> = [
             "name", "type", "optional", "default", "min", "max", "minLength", "maxLength", "regex", "renamedFrom",
-            "versionHashModifier", "derivation", "description", "coreData", "elements",
+            "versionHashModifier", "derivation", "description", "coreData", "elements", "searchable",
         ]
         guard let name = string(object, "name", entity, nil) else {
             add(.missingValue, entity, nil, "an attribute needs a 'name'")
@@ -243,6 +243,7 @@ struct JSONModelReader {
         attribute.versionHashModifier = string(object, "versionHashModifier", entity, name)
         attribute.derivation = string(object, "derivation", entity, name)
         attribute.documentation = string(object, "description", entity, name)
+        attribute.isSearchable = bool(object, "searchable", entity, name) ?? false
         if case .object(let info)? = object["coreData"] {
             checkKeys(
                 info,

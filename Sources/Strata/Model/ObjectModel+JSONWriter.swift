@@ -95,6 +95,7 @@ extension ObjectModel {
         if let renamedFrom = attribute.renamedFrom { object["renamedFrom"] = .string(renamedFrom) }
         if let modifier = attribute.versionHashModifier { object["versionHashModifier"] = .string(modifier) }
         if let derivation = attribute.derivation { object["derivation"] = .string(derivation) }
+        if attribute.isSearchable { object["searchable"] = .bool(true) }
         if let info = attribute.coreData {
             var members: [String: JSONValue] = ["attributeType": .string(info.attributeType)]
             if let name = info.valueTransformerName { members["valueTransformerName"] = .string(name) }

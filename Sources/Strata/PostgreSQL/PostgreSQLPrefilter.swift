@@ -83,6 +83,7 @@ struct PostgreSQLPrefilter {
             }
             return (unbounded ? nil : parts.joined(separator: " OR "), exact)
         case .comparison(let comparison): return try self.comparison(comparison)
+        case .textSearch(let search): return (fullText(search), false)
         }
     }
 
@@ -103,7 +104,7 @@ struct PostgreSQLPrefilter {
         }
     }
 
-    private mutating func parameter(_ value: PGValue, cast: String) -> String {
+    mutating func parameter(_ value: PGValue, cast: String) -> String {
         arguments.append(value)
         return "$\(firstIndex + arguments.count - 1)::\(cast)"
     }

@@ -127,6 +127,7 @@ struct PostgreSQLSchema: Sendable {
             statements.append("CREATE TABLE \(qualified(table.name)) (\(columns.joined(separator: ", ")))")
             statements.append("CREATE SEQUENCE \(sequence(of: table.name)) INCREMENT BY \(PostgreSQLStore.keyBlock)")
             statements += indexStatements(table)
+            statements += fullTextStatements(table)
         }
         for join in base.joinTables {
             let targetPosition = join.isTargetOrdered ? ", \"target_position\" bigint NOT NULL DEFAULT 0" : ""

@@ -33,6 +33,9 @@ enum PredicateFormatter {
             if items.count == 1 { return format(items[0]) }
             return items.map(grouped).joined(separator: " OR ")
         case .not(let item): return "NOT " + grouped(item)
+        case .textSearch(let search):
+            return search.keyPath + " " + TextSearch.formatOperator + " "
+                + format(.constant(.string(search.query.text)))
         case .comparison(let comparison):
             var text = comparison.modifier == .direct ? "" : comparison.modifier.rawValue + " "
             text += format(comparison.lhs) + " " + comparison.op.rawValue

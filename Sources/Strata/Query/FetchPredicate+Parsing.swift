@@ -8,6 +8,8 @@ extension FetchPredicate {
     /// - `AND`/`&&`, `OR`/`||`, `NOT`/`!` (`NOT` binds tightest, then `AND`, then `OR`), parentheses,
     ///   `TRUEPREDICATE`, `FALSEPREDICATE`;
     /// - `ANY`/`SOME`, `ALL`, `NONE` before a key path through a to-many relationship;
+    /// - Strata's own `attribute TEXTSEARCH 'query'`: a full-text search of a searchable attribute
+    ///   (``FetchPredicate/textSearch(_:)``), the query in the `fts` language (``TextQuery/Syntax/query``);
     /// - operands: key paths (`title`, `author.name`, `tags.@count`, `SELF`; `#word` escapes a
     ///   reserved word), strings in `'…'` or `"…"` (escapes `\\ \' \" \n \r \t \0 \uHHHH`),
     ///   integers (decimal, or `0x` hexadecimal), decimals and exponents (doubles), `TRUE`/`YES`,
@@ -35,6 +37,7 @@ extension FetchPredicate {
 let predicateKeywords: Set<String> = [
     "AND", "OR", "NOT", "BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE", "MATCHES", "IN", "BETWEEN", "TRUEPREDICATE",
     "FALSEPREDICATE", "ANY", "SOME", "ALL", "NONE", "TRUE", "FALSE", "YES", "NO", "NIL", "NULL",
+    TextSearch.formatOperator,
 ]
 
 /// A recursive-descent parser over the tokens of a format string.
@@ -481,6 +484,25 @@ struct PredicateParser {
         "==": .equal, "!=": .notEqual, "<": .less, "<=": .lessOrEqual, ">": .greater, ">=": .greaterOrEqual,
     ]
 
+    /// `keyPath TEXTSEARCH "query"`: a ``TextSearch`` with the query in the `fts` language.
+    private mutating func parseTextSearch(_ lhs: PredicateTerm, _ lhsLexeme: Lexeme) throws(PredicateError)
+        -> FetchPredicate
+    {
+        guard case .keyPath(let path) = lhs else {
+            throw error("\(TextSearch.formatOperator) needs an attribute's key path on its left", at: lhsLexeme.offset)
+        }
+        try advance()
+        let rhsLexeme = current
+        guard case .constant(.string(let text)) = try parseExpression() else {
+            throw expected("a string holding the words to search for after \(TextSearch.formatOperator)", rhsLexeme)
+        }
+        do {
+            return .textSearch(try TextSearch(path, matching: text, syntax: .query))
+        } catch {
+            throw self.error(error.message, at: rhsLexeme.offset)
+        }
+    }
+
     private mutating func parseComparison() throws(PredicateError) -> FetchPredicate {
         var modifier = ComparisonModifier.direct
         switch current.token {
@@ -499,6 +521,9 @@ struct PredicateParser {
         }
         let lhsLexeme = current
         let lhs = try parseExpression()
+        if current.token == .keyword(TextSearch.formatOperator), modifier == .direct {
+            return try parseTextSearch(lhs, lhsLexeme)
+        }
         let op: ComparisonOperator
         switch current.token {
         case .symbol(let text) where Self.operatorSymbols[text] != nil: op = Self.operatorSymbols[text]!

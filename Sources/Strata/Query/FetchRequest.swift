@@ -2,6 +2,10 @@
 public struct SortKey: Sendable, Hashable {
     /// The key that sorts by the objects themselves: their primary keys (store by store).
     public static let objectKey = "SELF"
+    /// The key that sorts by relevance to the request's text searches
+    /// (``FetchPredicate/textSearch(_:)``, see ``TextSearch/rank(_:)``); descending puts the most
+    /// relevant first. Every store computes the same relevance.
+    public static let rank = "@rank"
 
     /// The attribute to sort by, or ``objectKey``.
     public var key: String
@@ -66,6 +70,12 @@ extension FetchRequest {
                 if lhs.id == rhs.id { continue }
                 return ObjectID.precedes(lhs.id, rhs.id) == descriptor.ascending
             }
+            if descriptor.key == SortKey.rank {
+                let left = predicate?.rank { lhs[attribute: $0] } ?? 0
+                let right = predicate?.rank { rhs[attribute: $0] } ?? 0
+                if left != right { return descriptor.ascending ? left < right : left > right }
+                continue
+            }
             let order = ValueOrdering.sortOrder(
                 lhs[attribute: descriptor.key], rhs[attribute: descriptor.key],
                 caseInsensitive: descriptor.caseInsensitive
@@ -87,6 +97,8 @@ extension FetchRequest {
 extension FetchRequest {
     /// The first sort key that names neither an attribute of the entity nor the object itself.
     func unknownSortKey(in model: ObjectModel) -> String? {
-        sortDescriptors.first { $0.key != SortKey.objectKey && model.attribute($0.key, of: entityName) == nil }?.key
+        sortDescriptors.first {
+            $0.key != SortKey.objectKey && $0.key != SortKey.rank && model.attribute($0.key, of: entityName) == nil
+        }?.key
     }
 }

@@ -14,6 +14,7 @@ extension FetchPredicate {
     public func bound(to entity: String, in model: ObjectModel) throws(PredicateError) -> FetchPredicate {
         switch self {
         case .always, .never: return self
+        case .textSearch(let search): return .textSearch(try search.bound(to: entity, in: model))
         case .not(let item): return .not(try item.bound(to: entity, in: model))
         case .and(let items):
             return .and(try items.map { item throws(PredicateError) in try item.bound(to: entity, in: model) })

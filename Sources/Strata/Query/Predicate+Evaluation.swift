@@ -23,6 +23,9 @@ extension FetchPredicate {
         switch self {
         case .always: return true
         case .never: return false
+        case .textSearch(let search):
+            guard case .value(.string(let text)) = try resolve(search.keyPath) else { return search.matches(nil) }
+            return search.matches(text)
         case .not(let item): return try !item.evaluate(resolve)
         case .and(let items):
             for item in items where try !item.evaluate(resolve) { return false }

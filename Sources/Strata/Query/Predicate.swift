@@ -16,6 +16,8 @@ public indirect enum FetchPredicate: Sendable, Hashable {
     case or([FetchPredicate])
     /// Matches when the operand does not.
     case not(FetchPredicate)
+    /// Matches when a searchable attribute's words satisfy a text query (see ``TextSearch``).
+    case textSearch(TextSearch)
 }
 
 /// An operand of a comparison.
@@ -150,7 +152,7 @@ extension FetchPredicate {
     @_disfavoredOverload
     public func substituting(_ variables: [String: PredicateTerm]) throws(PredicateError) -> FetchPredicate {
         switch self {
-        case .always, .never: return self
+        case .always, .never, .textSearch: return self
         case .and(let items):
             return .and(try items.map { item throws(PredicateError) in try item.substituting(variables) })
         case .or(let items):
@@ -175,7 +177,7 @@ extension FetchPredicate {
         }
         func visit(_ predicate: FetchPredicate) {
             switch predicate {
-            case .always, .never: break
+            case .always, .never, .textSearch: break
             case .and(let items), .or(let items): items.forEach(visit)
             case .not(let item): visit(item)
             case .comparison(let comparison):

@@ -127,6 +127,7 @@ struct SQLPredicateBuilder {
             for item in items { parts.append("(\(try fragment(item)))") }
             return .joined(parts, separator: " OR ")
         case .comparison(let comparison): return try fragment(comparison)
+        case .textSearch(let search): return try fullText(search)
         }
     }
 

@@ -7,6 +7,7 @@ enum SQLiteFunctions {
     static let operators = ComparisonOperator.allCases
 
     static func register(on db: OpaquePointer) {
+        registerFullText(on: db)
         let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS
         // strata_match(operator, options, text, pattern) → 0 or 1; 0 when either side is not text.
         sqlite3_create_function_v2(

@@ -146,6 +146,7 @@ enum SQLiteMigrator {
         try moveOldTables(plan, db: db)
         try buildTables(plan, db: db)
         try alignIndexes(plan, db: db)
+        try SQLiteFullText.align(plan.newSchema, db: db)
         try steps(db).clearLinksOutsideDestinations(step, in: plan.newSchema)
         if step.mapping.removesObjects { try steps(db).clearReferencesToRemovedObjects(in: plan.newSchema) }
         try steps(db).dropMembersTables(step, oldSchema: plan.oldSchema)

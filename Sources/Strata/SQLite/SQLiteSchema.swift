@@ -345,7 +345,8 @@ struct SQLiteSchema: Sendable {
         return reads
     }
 
-    /// The statements that create every table and index.
+    /// The statements that create every table and index, and the full-text indexes
+    /// (``SQLiteFullText``) last.
     var createStatements: [String] {
         var statements: [String] = []
         for table in tables.values.sorted(by: { $0.name < $1.name }) {
@@ -394,7 +395,7 @@ struct SQLiteSchema: Sendable {
             statements.append(
                 "CREATE INDEX \(Self.quote("\(join.name)_target")) ON \(Self.quote(join.name)) (\"target\")")
         }
-        return statements
+        return statements + SQLiteFullText.createStatements(self)
     }
 
     /// The SQLite form of an attribute value.

@@ -70,12 +70,19 @@ extension SQLiteStore {
 
     /// The SQL and arguments of a fetch request, its window (`LIMIT ? OFFSET ?`) left to bind.
     private func fetchSQL(_ request: FetchRequest, windowed: Bool) throws(StoreError) -> FetchSQL {
-        let (table, from, arguments) = try selection(request)
+        var (table, from, arguments) = try selection(request)
         let alias = SQLPredicateBuilder.rootAlias
         var order: [String] = []
+        var rankArguments: [SQLiteValue] = []
         for descriptor in request.sortDescriptors {
             if descriptor.key == SortKey.objectKey {
                 order.append("\(alias).\"_pk\" \(descriptor.ascending ? "ASC" : "DESC")")
+                continue
+            }
+            if descriptor.key == SortKey.rank {
+                if let term = try rankOrder(request, ascending: descriptor.ascending, arguments: &rankArguments) {
+                    order.append(term)
+                }
                 continue
             }
             guard let attribute = model.attribute(descriptor.key, of: request.entityName) else {
@@ -93,6 +100,7 @@ extension SQLiteStore {
         var sql = "SELECT " + columns.map { "\(alias).\(SQLiteSchema.quote($0))" }.joined(separator: ", ")
         sql += " \(from) ORDER BY \(order.joined(separator: ", "))"
         if windowed { sql += " LIMIT ? OFFSET ?" }
+        arguments += rankArguments
         return FetchSQL(sql: sql, arguments: arguments, only: schema.onlyPlan(of: table))
     }
 
@@ -296,7 +304,7 @@ struct FetchSQLKey: Hashable, Sendable {
         }
         func keeps(_ predicate: FetchPredicate) -> Bool {
             switch predicate {
-            case .always, .never: true
+            case .always, .never, .textSearch: true
             case .comparison(let comparison): exact(comparison.lhs) && exact(comparison.rhs)
             case .and(let parts), .or(let parts): parts.allSatisfy(keeps)
             case .not(let inner): keeps(inner)

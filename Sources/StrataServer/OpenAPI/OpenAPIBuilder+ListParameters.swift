@@ -47,11 +47,19 @@ extension OpenAPIBuilder {
                     (
                         "description",
                         .string(
-                            "Filter on \(attribute.name): \(FilterSyntax.describe(attribute.type)); "
+                            "Filter on \(attribute.name): "
+                                + "\(FilterSyntax.describe(attribute.type, searchable: attribute.isSearchable)); "
                                 + "e.g. `\(example)`.\(about)")
                     ),
                     ("required", false),
-                    ("schema", ["type": "string", "pattern": .string(FilterSyntax.pattern(attribute.type))]),
+                    (
+                        "schema",
+                        [
+                            "type": "string",
+                            "pattern": .string(
+                                FilterSyntax.pattern(attribute.type, searchable: attribute.isSearchable)),
+                        ]
+                    ),
                     ("example", .string(example)),
                 ]))
         }
@@ -78,7 +86,8 @@ extension OpenAPIBuilder {
 
     /// `order=year.desc,title`: attributes, each optionally `.asc` or `.desc`.
     func orderParameter(_ entity: EntityDescription) -> OpenAPINode {
-        let names = model.attributes(of: entity.name).map(\.name) + [ObjectCodec.idKey]
+        var names = model.attributes(of: entity.name).map(\.name) + [ObjectCodec.idKey]
+        if FilterSyntax.ranks(entity.name, model: model) { names.append(FilterSyntax.rankName) }
         let alternatives = names.map(Self.regexEscaped).joined(separator: "|")
         let key = "(" + alternatives + #")(\.(asc|desc))?"#
         return .members([
@@ -89,7 +98,11 @@ extension OpenAPIBuilder {
                 .string(
                     "Sort keys, comma-separated: attributes or `_id`, each optionally followed by `.asc` (the "
                         + "default) or `.desc`, e.g. `\(names.first.map { $0 + ".desc" } ?? "")`; at most "
-                        + "\(limits.orderKeys) keys.")
+                        + "\(limits.orderKeys) keys."
+                        + (FilterSyntax.ranks(entity.name, model: model)
+                            ? " `rank` sorts by relevance to the text search filters (fts, plfts, phfts, wfts), the "
+                                + "most relevant first (`rank.asc` reverses it); without one every object ranks 0."
+                            : ""))
             ),
             ("required", false),
             (

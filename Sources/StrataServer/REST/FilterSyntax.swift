@@ -67,18 +67,26 @@ enum FilterSyntax {
     /// The pattern of a filter on an attribute of `type`: `[not.]op.value`, `[not.]in.(a,b)` (items
     /// are values or `null`), `[not.]is.null`, `like`/`ilike` on text, `is.true`/`is.false` on
     /// Booleans. On JSON only `is.null`.
-    static func pattern(_ type: AttributeType) -> String { patterns[type]! }
+    /// A searchable string attribute also takes the text search operators (``textSearchOperators``)
+    /// with any text.
+    static func pattern(_ type: AttributeType, searchable: Bool = false) -> String {
+        searchable && type == .string ? searchablePattern : patterns[type]!
+    }
 
     /// ``pattern(_:)`` of every type, built once.
     private static let patterns = Dictionary(uniqueKeysWithValues: AttributeType.allCases.map { ($0, build($0)) })
+    private static let searchablePattern = build(.string, searchable: true)
 
-    private static func build(_ type: AttributeType) -> String {
+    private static func build(_ type: AttributeType, searchable: Bool = false) -> String {
         var alternatives: [String] = []
         let operators = operators(type)
         if let value = value(type), !operators.isEmpty {
             let text = type == .string || type == .uri
             alternatives.append("(?:" + operators.joined(separator: "|") + ")\\.(?:null|" + value + ")")
             if text { alternatives.append("i?like\\." + Self.text) }
+            if searchable {
+                alternatives.append("(?:" + textSearchOperators.joined(separator: "|") + ")\\." + Self.text)
+            }
             let item = text ? textItem : "(?:null|" + value + ")"
             alternatives.append("in\\.\\((?:" + item + "(?:," + item + ")*)?\\)")
         }
@@ -102,6 +110,13 @@ enum FilterSyntax {
             return false
         }
         return (try? regex.matchesWhole(value, patternText: pattern)) == true
+    }
+
+    /// What a filter on `type` takes, for a refusal.
+    static func describe(_ type: AttributeType, searchable: Bool) -> String {
+        guard searchable, type == .string else { return describe(type) }
+        return describe(type) + "; being searchable, also " + textSearchOperators.joined(separator: ", ")
+            + " with words to search for"
     }
 
     /// What a filter on `type` takes, for a refusal.

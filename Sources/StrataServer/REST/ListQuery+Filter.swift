@@ -45,8 +45,12 @@ extension ListQuery {
             }
         }
         let type = attribute!.type
-        guard FilterSyntax.matches(raw, FilterSyntax.pattern(type)) else {
-            throw bad("\(FilterSyntax.describe(type)), not '\(raw)'")
+        let searchable = attribute!.isSearchable
+        guard FilterSyntax.matches(raw, FilterSyntax.pattern(type, searchable: searchable)) else {
+            if let refusal = FilterSyntax.textSearchRefusal(raw, attribute: attribute!, entity: entity, model: model) {
+                throw bad(refusal)
+            }
+            throw bad("\(FilterSyntax.describe(type, searchable: searchable)), not '\(raw)'")
         }
         // Split by UTF-8 bytes: a value starting with a combining mark makes one character with
         // the dot before it.
@@ -62,6 +66,8 @@ extension ListQuery {
         case "like", "ilike":
             predicate = .comparison(
                 Comparison(path, .like, .constant(.string(operand)), options: op == "ilike" ? .caseInsensitive : []))
+        case _ where FilterSyntax.textSearchOperators.contains(op):
+            predicate = .textSearch(FilterSyntax.textSearch(name, op, operand))
         case "is":
             let value: AttributeValue = operand == "null" ? .null : .boolean(operand == "true")
             predicate = .comparison(Comparison(path, .equal, .constant(value)))

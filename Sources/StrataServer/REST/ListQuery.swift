@@ -157,6 +157,10 @@ struct ListQuery {
                 keys.append(SortKey(SortKey.objectKey, ascending: ascending))
                 continue
             }
+            if let key = FilterSyntax.rankKey(part, entity: entity, model: model) {
+                keys.append(key)
+                continue
+            }
             guard pieces.count == 1, model.attribute(pieces[0], of: entity) != nil else {
                 throw Problem.badRequest(
                     "order: '\(part)' is not an attribute of \(entity) or _id (optionally followed by .asc or .desc)",
@@ -451,7 +455,7 @@ struct ListQuery {
     /// For each variable, the key path it is compared with.
     private static func comparedKeyPaths(_ predicate: FetchPredicate) -> [String: String] {
         switch predicate {
-        case .always, .never: return [:]
+        case .always, .never, .textSearch: return [:]
         case .and(let items), .or(let items):
             return items.reduce(into: [:]) { $0.merge(comparedKeyPaths($1)) { first, _ in first } }
         case .not(let item): return comparedKeyPaths(item)

@@ -5,7 +5,8 @@ import StrataHTTP
 /// Pages for a browser, with no JavaScript: `GET /` with `Accept: text/html` lists the
 /// configurations, their stores and entities (with object counts, a curl line each, and the
 /// model's diagram); a collection or object asked for as HTML is a table of what the JSON answer
-/// holds, with related objects as links and the same filters and cursor. JSON clients (any
+/// holds, with related objects as links and the same filters and cursor, a search box where the
+/// entity has searchable attributes and facets (``htmlFacets(_:_:_:)``). JSON clients (any
 /// `Accept` that does not prefer `text/html`, `*/*` included) get JSON as before.
 extension RESTService {
     /// Whether `request` prefers HTML to JSON: `text/html` listed with a quality at least that
@@ -32,7 +33,8 @@ extension RESTService {
         switch route {
         case .index: return Self.page(title: "\(model.name) — Strata", body: indexBody(request))
         case .collection(let entity):
-            let answer = try list(entity, request)
+            if let redirect = htmlSearchRedirect(entity, request) { return redirect }
+            let answer = try list(entity, htmlListRequest(entity, request))
             return Self.page(title: "\(entity) — \(model.name)", body: try tableBody(entity, answer, request))
         case .item(let entity, let id):
             let answer = try read(entity, id, request)
@@ -99,6 +101,7 @@ extension RESTService {
             "<form method=\"get\" action=\"\(Self.escaped(path))\"><label>where <input name=\"where\" size=\"50\" "
             + "value=\"\(Self.escaped(current))\" placeholder=\"title BEGINSWITH 'A'\"></label> "
             + "<button>filter</button> <a href=\"/docs#/\(Self.escaped(entity))\">docs</a></form>\n"
+        out += htmlSearchForm(entity, request) + htmlFacets(entity, page, request)
         out += "<div class=\"wide\"><table class=\"objects\"><thead><tr>"
         for column in columns { out += "<th>\(Self.escaped(column))</th>" }
         out += "</tr></thead><tbody>\n"
@@ -117,7 +120,7 @@ extension RESTService {
         }
         out += "</tbody></table></div>\n"
         if items.isEmpty { out += "<p>No objects.</p>\n" }
-        if let next = page["next"]?.stringValue {
+        if let next = page["next"]?.stringValue.map({ htmlNextLink($0, request) }) {
             out += "<p><a rel=\"next\" href=\"\(Self.escaped(next))\">next page</a></p>\n"
         }
         return out
@@ -181,6 +184,7 @@ extension RESTService {
             a{color:var(--link)}table{border-collapse:collapse;margin:8px 0 20px;width:100%}th,td{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
             th{background:var(--head)}small,.null{color:var(--muted)}code{font-size:12px}img{max-width:100%;height:auto;border:1px solid var(--line)}
             td.count{text-align:right;font-variant-numeric:tabular-nums}.wide{overflow-x:auto}
+            .facets{display:flex;flex-wrap:wrap;gap:8px 24px}.facet h3{font-size:14px;margin:8px 0 2px}.facet ul{list-style:none;margin:0;padding:0}
             </style></head>
             <body>
             \(body)
