@@ -224,4 +224,52 @@ import Testing
         #expect(throws: ContextError.self) { try other.object(with: heldElsewhere[3].objectID) }
         #expect(throws: ContextError.self) { try root.object(with: held[3].objectID) }
     }
+
+    /// Derived attributes are computed by every save, from the objects written and those they
+    /// reach: with them, a batch change is made in a private context and keeps them right.
+    @Test(arguments: StoreUnderTest.allCases)
+    func derivedAttributesStayRight(_ kind: StoreUnderTest) throws {
+        let model = try ObjectModel.load(
+            json: Array(
+                #"""
+                {"name": "Derived", "version": "1", "entities": [
+                  {"name": "Writer", "attributes": [{"name": "name", "type": "string"},
+                     {"name": "pages", "type": "integer64", "derivation": "works.@sum.pages"}],
+                   "relationships": [{"name": "works", "destination": "Work", "toMany": true, "inverse": "writer"}]},
+                  {"name": "Work", "attributes": [{"name": "title", "type": "string"}, {"name": "pages", "type": "integer32"},
+                     {"name": "shout", "type": "string", "derivation": "uppercase:(title)"}],
+                   "relationships": [{"name": "writer", "destination": "Writer", "inverse": "works"}]}
+                ]}
+                """#.utf8))
+        let folder = TemporaryDirectory()
+        let coordinator = StoreCoordinator(model: model)
+        switch kind {
+        case .sqlite: try coordinator.addStore(type: .sqlite, url: folder.file("derived.sqlite"))
+        case .memory: try coordinator.addStore(type: .inMemory)
+        case .postgresql: try coordinator.addStore(type: .postgresql, url: try folder.postgreSQLURL(name: "derived"))
+        }
+        let context = ObjectContext(coordinator: coordinator)
+        let writer = try context.insert("Writer", values: ["name": .string("Jo")])
+        for pages in [10, 20] {
+            let work = try context.insert(
+                "Work", values: ["title": .string("w\(pages)"), "pages": .integer(Int64(pages))])
+            try work.setObject(writer, forKey: "writer")
+        }
+        try context.save()
+        #expect(try writer.value(forKey: "pages") == .integer(30))
+        let result = try context.execute(
+            BatchUpdateRequest(
+                entityName: "Work", predicate: try FetchPredicate(format: "pages > 15"),
+                propertiesToUpdate: ["title": .string("big"), "pages": .integer(50)]))
+        #expect(result.count == 1)
+        #expect(try writer.value(forKey: "pages") == .integer(60))
+        let works = try coordinator.fetch(FetchRequest(entityName: "Work", sortDescriptors: [SortKey("pages")]))
+        #expect(works.map { $0[attribute: "shout"] } == [.string("W10"), .string("BIG")])
+        let deleted = try context.execute(
+            BatchDeleteRequest(
+                fetchRequest: FetchRequest(entityName: "Work", predicate: try FetchPredicate(format: "pages < 15"))))
+        #expect(deleted.count == 1)
+        #expect(try coordinator.row(for: writer.objectID)?[attribute: "pages"] == .integer(50))
+        #expect(try writer.value(forKey: "pages") == .integer(50))
+    }
 }
