@@ -8,7 +8,7 @@ import StrataServer
 
 /// Batch changes over HTTP: `PATCH /books?year=lt.1950` over 100,000 books (years 1900–2019, so
 /// 5/12 of them match), each run timed from the request sent to the answer read (one SQLite
-/// transaction with history, `synchronous=FULL`).
+/// transaction with history, `synchronous=FULL`, then `NORMAL`: the difference is the disk's).
 struct BatchBench {
     let folder: URL
     let settings: BenchCommand.Settings
@@ -17,20 +17,30 @@ struct BatchBench {
     var runs: Int { settings.quick ? 3 : 5 }
 
     func run(into table: inout BenchTable) throws {
+        try run(durability: .full, into: &table)
+        try run(durability: .normal, into: &table)
+    }
+
+    /// The scenario over stores opened with `durability` (`synchronous=FULL` or `NORMAL`).
+    func run(durability: StoreOptions.Durability, into table: inout BenchTable) throws {
         var options = ServerOptions()
         options.port = 0
-        options.dataDirectory = folder.appendingPathComponent("batch").path
+        options.durability = durability
+        options.dataDirectory = folder.appendingPathComponent("batch-\(durability.rawValue)").path
         let server = StrataServerInstance(model: try ObjectModel.example, options: options, log: { _ in })
         try server.start()
         defer { server.stop() }
-        try HTTPBench.seedBooks(server, count: books, author: true)
+        try HTTPBench.seedBooks(server, count: books, author: false)
         var seconds: [Double] = []
+        var cpu: [Double] = []
         var changed = 0
         for run in 0..<runs {
             let body = #"{"available": \#(run % 2 == 1)}"#
             let began = DispatchTime.now().uptimeNanoseconds
+            let cpuBegan = Self.processCPU()
             let (status, text) = try Self.request(port: server.port, "PATCH", "/books?year=lt.1950", body: body)
             seconds.append(Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9)
+            cpu.append(Self.processCPU() - cpuBegan)
             guard status == 200, let count = Self.count(text) else {
                 throw BenchError("PATCH /books?year=lt.1950 answered \(status): \(text.prefix(200))")
             }
@@ -39,12 +49,24 @@ struct BatchBench {
         let sorted = seconds.sorted()
         let median = sorted[sorted.count / 2]
         var row = BenchTable.Row(
-            scenario: "PATCH /books?year=lt.1950 over \(books) books (\(changed) changed)", connections: "1",
+            scenario: "PATCH /books?year=lt.1950 over \(books) books (\(changed) changed), synchronous="
+                + durability.rawValue.uppercased(), connections: "1",
             throughput: Double(changed) / median, unit: "objects/s", p50: Self.text(median),
             p99: Self.text(sorted.last!), baseline: "target: well under 1 s")
         row.target = (ratio: median / 1.0, atLeast: nil, atMost: 1.0)
-        row.note = "\(runs) runs, each one transaction over every matched book; p99 column: the slowest run"
+        let cpuMedian = cpu.sorted()[cpu.count / 2]
+        row.note =
+            "\(runs) runs, each one transaction over every matched book; p99 column: the slowest run; "
+            + "CPU time of the process per run (median): \(Self.text(cpuMedian))"
         table.rows.append(row)
+        table.notes.append("batch, synchronous=\(durability.rawValue.uppercased()): " + row.note)
+    }
+
+    /// The CPU time the process has used, in seconds (the server runs in it).
+    static func processCPU() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     static func text(_ seconds: Double) -> String { String(format: "%.1fms", seconds * 1000) }
