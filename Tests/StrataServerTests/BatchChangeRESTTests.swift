@@ -75,6 +75,8 @@ import Testing
         let invalid = try client.send("PATCH", "/books?year=lt.1950", json: #"{"year": 5000}"#)
         #expect(invalid.status == 422)
         #expect(invalid.json.objectValue?["errors"]?.arrayValue?.first?.objectValue?["code"] == .string("max"))
+        let required = try client.send("PATCH", "/books?year=lt.1950", json: #"{"title": null}"#)
+        #expect(required.status == 422)
         let relationship = try client.send("PATCH", "/books?year=lt.1950", json: #"{"author": 2}"#)
         #expect(relationship.status == 422)
         let unique = try client.send("PATCH", "/books?author=eq.1", json: #"{"title": "Same"}"#)

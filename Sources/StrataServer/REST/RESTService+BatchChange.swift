@@ -87,7 +87,9 @@ extension RESTService {
                 result = try child.execute(update)
             }
         } catch {
-            throw Self.problem(error, keeping: [])
+            // A delete that would leave a stored object without a required relationship conflicts
+            // with the stored state (409); an update's values that break a rule do not fit (422).
+            throw request.method == "DELETE" ? Self.problem(error, keeping: []) : Problem(error)
         }
         var headers = savedTokenHeader(child, since: start)
         if !preferences.applied.isEmpty {
