@@ -19,6 +19,7 @@ enum BenchCommand {
         var scale = true
         var history = true
         var export = true
+        var batch = true
         var postgresql: String?
         var plot: String?
 
@@ -35,8 +36,8 @@ enum BenchCommand {
             !givenScaleSizes.isEmpty ? givenScaleSizes : quick ? [10_000, 20_000] : [10_000, 100_000, 1_000_000]
         }
 
-        /// Keeps one part of the bench (`library`, `http`, `feed`, `postgresql`, `scale`, `history` or
-        /// `export`).
+        /// Keeps one part of the bench (`library`, `http`, `feed`, `postgresql`, `scale`, `history`,
+        /// `export` or `batch`).
         mutating func only(_ part: String) {
             library = part == "library"
             http = part == "http"
@@ -45,6 +46,7 @@ enum BenchCommand {
             scale = part == "scale"
             history = part == "history"
             export = part == "export"
+            batch = part == "batch"
         }
 
         /// Whether a part that loads a server over HTTP (and needs wrk) runs.
@@ -55,7 +57,7 @@ enum BenchCommand {
         name: "strata-bench",
         synopsis: """
             [--duration SECONDS] [--soak SECONDS] [--objects N]
-                                [--only library|http|feed|postgresql|scale|history|export] [--postgresql URI]
+                                [--only library|http|feed|postgresql|scale|history|export|batch] [--postgresql URI]
                                 [--scale [SIZES]] [--plot FILE.svg] [--quick]
             """,
         abstract: """
@@ -88,10 +90,10 @@ enum BenchCommand {
         ) { $0.givenObjects = try $1.integer(1...Int.max, "a positive number") },
         .value(
             "--only", "PART",
-            help: "run only the library, the HTTP, the change feed, the PostgreSQL, the scale, the history or the "
-                + "export scenarios"
+            help: "run only the library, the HTTP, the change feed, the PostgreSQL, the scale, the history, the "
+                + "export or the batch-change scenarios"
         ) {
-            $0.only(try $1.choice(["library", "http", "feed", "postgresql", "scale", "history", "export"]))
+            $0.only(try $1.choice(["library", "http", "feed", "postgresql", "scale", "history", "export", "batch"]))
         },
         .value(
             "--postgresql", "URI",
@@ -171,6 +173,10 @@ enum BenchCommand {
         if settings.export {
             printError("bench: export of \(settings.exportBooks) books to Core Data's format…")
             try ExportBench(folder: folder, books: settings.exportBooks).run(into: &table)
+        }
+        if settings.batch {
+            printError("bench: PATCH of a filtered collection…")
+            try BatchBench(folder: folder, settings: settings).run(into: &table)
         }
         if settings.feed {
             printError("bench: change feed fan-out…")

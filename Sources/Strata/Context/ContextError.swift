@@ -43,6 +43,8 @@ public struct ContextError: Error, Sendable, CustomStringConvertible {
         case store
         /// A predicate could not be parsed or applied.
         case invalidPredicate
+        /// A batch change matches more objects than its limit allows; nothing was changed.
+        case tooManyAffected
     }
 
     /// What went wrong.

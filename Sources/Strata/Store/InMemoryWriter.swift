@@ -104,7 +104,14 @@ struct InMemoryWriter {
                 row.toOne[name] = .some(value)
             }
             row.version += 1
-            try checkUnique(row, in: draft)
+            // Only a change to a constrained field can break a uniqueness constraint (a scan of
+            // every row per update otherwise: quadratic for a batch update).
+            let fields = constrained(update.id.entityName)
+            if update.attributes.keys.contains(where: fields.contains)
+                || update.toOne.keys.contains(where: fields.contains)
+            {
+                try checkUnique(row, in: draft)
+            }
             draft.rows[root]?[pk] = row
             versions[update.id] = row.version
         }
@@ -156,6 +163,17 @@ struct InMemoryWriter {
                 if join.isTargetOrdered { draft.targetOrders[join.name, default: [:]][target] = sources }
             }
         }
+    }
+
+    /// The fields of every uniqueness constraint of `entity` and its ancestors.
+    private func constrained(_ entity: String) -> Set<String> {
+        var fields: Set<String> = []
+        var current: String? = entity
+        while let name = current, let description = model.entity(named: name) {
+            for group in description.uniqueness { fields.formUnion(group) }
+            current = description.parent
+        }
+        return fields
     }
 
     /// Fails when another row of the same constrained entities has the same non-nil values.

@@ -49,12 +49,13 @@ extension OpenAPIBuilder {
                 responses([("200", listResponse(entity, "A page of \(name) objects.")), ("400", nil), ("503", nil)])
             ),
         ])
+        let batch = batchChangeOperations(entity, plural: plural, tags: tags)
         if entity.isAbstract {
             // Every object is one of its subentities, created at their paths: POST here is 405.
-            result.append((path, ["get": list]))
+            result.append((path, .object([("get", list)] + batch)))
         } else {
             let create = createOperation(entity, noun: noun, tags: tags)
-            result.append((path, ["get": list, "post": create]))
+            result.append((path, .object([("get", list), ("post", create)] + batch)))
             result.append((path + "/_bulk", ["post": bulkCreateOperation(entity, plural: plural, tags: tags)]))
         }
         return result

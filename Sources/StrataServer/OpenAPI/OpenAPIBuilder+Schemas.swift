@@ -477,7 +477,7 @@ extension OpenAPIBuilder {
                         "path": [
                             "type": "string", "pattern": .string(path),
                             "description":
-                                "A collection (`POST`) or object path (`GET`, `PATCH`, `PUT`, `DELETE`), without a query string.",
+                                "A collection (`POST`) or object path (`GET`, `PATCH`, `PUT`, `DELETE`), without a query string; `PATCH` and `DELETE` of a collection also take its filters after `?`.",
                         ],
                         "headers": [
                             "type": "object", "additionalProperties": ["type": "string"],

@@ -126,6 +126,7 @@ extension Problem {
         case .invalidValue, .unknownProperty, .abstractEntity:
             self = .validation(error.message, [])
         case .invalidPredicate: self = .badRequest(error.message)
+        case .tooManyAffected: self = Problem(412, "Precondition Failed", error.message)
         case .store:
             if let store = error.storeError {
                 self = Problem(store)

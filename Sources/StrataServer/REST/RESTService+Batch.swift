@@ -86,12 +86,18 @@ extension RESTService {
         let body = members["body"].map { Array($0.jsonText.utf8) } ?? []
         headers["content-type"] = "application/json"
         // By UTF-8 bytes, as routes are parsed: a `?` followed by a combining mark is one Character
-        // that is not "?", and the path still has a query string.
-        if path.utf8.contains(UInt8(ascii: "?")) { throw Problem.badRequest("batch paths take no query string") }
+        // that is not "?", and the path still has a query string (only a batch change takes one).
+        let split = Self.splitQuery(path)
+        let query = split.query
         // As the document's pattern states: a path starts with `/` (routing reads `x/books` as `/books`).
         if path.utf8.first != UInt8(ascii: "/") { throw Problem.badRequest("a batch path starts with /") }
-        let sub = HTTPRequest(method: method, path: path, headers: headers, body: body)
-        let route = Route(path: path, resources: resources)
+        let sub = HTTPRequest(method: method, path: split.path, query: query ?? [], headers: headers, body: body)
+        let route = Route(path: split.path, resources: resources)
+        if query != nil,
+            !(["PATCH", "DELETE"].contains(method) && { if case .collection = route { true } else { false } }())
+        {
+            throw Problem.badRequest("batch paths take no query string, except PATCH and DELETE of a collection")
+        }
         if method != "GET", isReadOnly(route) {
             throw Problem.methodNotAllowed(method, allowed: allowed(route))
         }
@@ -104,6 +110,8 @@ extension RESTService {
         case ("PATCH", .item(let entity, let id)), ("PUT", .item(let entity, let id)),
             ("DELETE", .item(let entity, let id)):
             return (try change(entity, id, sub, child, refs: refs, expectations: &expectations), sub, nil)
+        case ("PATCH", .collection(let entity)), ("DELETE", .collection(let entity)):
+            return (nil, sub, try batchChange(entity, sub, in: child))
         case ("GET", .item(let entity, let id)):
             let objectID = try objectID(entity, id, in: child)
             return (.object(objectID, status: 200, location: false), sub, nil)
@@ -115,7 +123,7 @@ extension RESTService {
             throw Problem(
                 422, "Unprocessable Content",
                 "\(method) \(path) cannot be a batch operation; a batch holds POST on a collection "
-                    + "and GET, PATCH, PUT or DELETE on one object")
+                    + "and GET, PATCH, PUT or DELETE on one object, or PATCH or DELETE on a collection with filters")
         }
     }
 }

@@ -261,6 +261,7 @@ public final class RESTService: Sendable {
         case ("POST", .batch): return true
         case ("POST", .collection), ("POST", .bulk): return !isReadOnly(route) && !createsAbstract(route)
         case ("PATCH", .item), ("PUT", .item), ("DELETE", .item): return !isReadOnly(route)
+        case ("PATCH", .collection), ("DELETE", .collection): return !isReadOnly(route)
         default: return false
         }
     }
@@ -295,11 +296,12 @@ public final class RESTService: Sendable {
         return problem
     }
 
-    /// The methods `route` accepts: only reads for a read-only entity and for an abstract entity's
-    /// collection; none for an abstract entity's `_bulk`.
+    /// The methods `route` accepts: only reads for a read-only entity; reads and batch changes (no
+    /// POST) for an abstract entity's collection; none for an abstract entity's `_bulk`.
     func allowed(_ route: Route) -> [String] {
         if case .bulk = route, createsAbstract(route) { return [] }
-        return isReadOnly(route) || createsAbstract(route) ? ["GET", "HEAD"] : route.allowed
+        if isReadOnly(route) { return ["GET", "HEAD"] }
+        return createsAbstract(route) ? ["GET", "HEAD", "PATCH", "DELETE"] : route.allowed
     }
 
     /// Answers one request without blocking the calling thread: a write to a collection or an
@@ -477,6 +479,7 @@ public final class RESTService: Sendable {
             return response
         case .collection(let entity):
             if method == "GET" { return try list(entity, request) }
+            if method == "PATCH" || method == "DELETE" { return try batchChange(entity, request) }
         case .item(let entity, let id):
             if method == "GET" { return try read(entity, id, request) }
         case .bulk: break
@@ -563,48 +566,6 @@ public final class RESTService: Sendable {
         } catch {
             throw Problem.badRequest("the body is not valid JSON: \(error)")
         }
-    }
-
-    /// The media type of a `Content-Type` value, lowercased, without parameters.
-    static func mediaType(_ header: String) -> String {
-        var type = header.utf8.prefix { $0 != UInt8(ascii: ";") }[...]
-        while let first = type.first, first == 0x20 || first == 0x09 { type = type.dropFirst() }
-        while let last = type.last, last == 0x20 || last == 0x09 { type = type.dropLast() }
-        return String(decoding: type, as: UTF8.self).lowercased()
-    }
-
-    /// Entity tags of an `If-Match` / `If-None-Match` header: nil for `*`. A bare version (`3`, as
-    /// a hand-written request may send it) is read as its tag (`"3"`).
-    static func entityTags(_ header: String) throws(Problem) -> Set<Int64>? {
-        let blanks: Set<UInt8> = [0x20, 0x09]
-        func trimmed(_ text: Substring.UTF8View) -> Substring.UTF8View {
-            var text = text
-            while let first = text.first, blanks.contains(first) { text = text.dropFirst() }
-            while let last = text.last, blanks.contains(last) { text = text.dropLast() }
-            return text
-        }
-        let whole = trimmed(header[...].utf8)
-        if whole.elementsEqual("*".utf8) { return nil }
-        var versions: Set<Int64> = []
-        for part in whole.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
-            var tag = trimmed(part)
-            let weak = tag.starts(with: "W/".utf8)
-            if weak { tag = tag.dropFirst(2) }
-            let quoted = tag.count >= 2 && tag.first == UInt8(ascii: "\"") && tag.last == UInt8(ascii: "\"")
-            if quoted { tag = tag.dropFirst().dropLast() }
-            var digits = tag
-            if let sign = digits.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
-                digits = digits.dropFirst()
-            }
-            guard quoted || !weak, (1...18).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }),
-                let version = Int64(String(decoding: tag, as: UTF8.self))
-            else {
-                throw Problem.badRequest("'\(header)' is not a list of entity tags such as \"3\"")
-            }
-            versions.insert(version)
-        }
-        if versions.isEmpty { throw Problem.badRequest("the entity-tag header is empty") }
-        return versions
     }
 
     /// ``write(_:_:lead:completion:)`` on the calling thread, waiting for its response (the

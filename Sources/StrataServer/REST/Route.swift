@@ -126,7 +126,7 @@ enum Route: Equatable {
     /// The methods the route accepts.
     var allowed: [String] {
         switch self {
-        case .collection: ["GET", "HEAD", "POST"]
+        case .collection: ["GET", "HEAD", "POST", "PATCH", "DELETE"]
         case .item: ["GET", "HEAD", "PATCH", "PUT", "DELETE"]
         case .batch, .bulk: ["POST"]
         default: ["GET", "HEAD"]
