@@ -66,6 +66,7 @@ enum SQLiteFunctions {
                 }
                 SQLiteFunctions.result(key, context)
             }, nil, nil, nil)
+        registerAggregates(on: db)
     }
 
     /// Sets `text` as the function's result.
