@@ -18,20 +18,40 @@ import Testing
         let books: [([String: AttributeValue], ObjectID?)] = [
             (
                 [
-                    "title": "Dune", "year": 1965, "pages": 412, "rating": 4.5, "price": .decimal(Decimal(string: "9.99")!),
+                    "title": "Dune", "year": 1965, "pages": 412, "rating": 4.5,
+                    "price": .decimal(Decimal(string: "9.99")!),
                     "published": date(1000), "wordCount": 9_000_000_000_000_000_000,
                 ], herbert.id
             ),
             (
                 [
-                    "title": "Messiah", "year": 1969, "pages": 256, "rating": 3.5, "price": .decimal(Decimal(string: "0.1")!),
+                    "title": "Messiah", "year": 1969, "pages": 256, "rating": 3.5,
+                    "price": .decimal(Decimal(string: "0.1")!),
                     "published": date(2000), "wordCount": 9_000_000_000_000_000_000,
                 ], herbert.id
             ),
-            (["title": "Kindred", "year": 1979, "pages": 264, "rating": 4.0, "price": .decimal(Decimal(string: "0.2")!), "published": date(500)], butler.id),
-            (["title": "Dawn", "year": 1979, "pages": .null, "rating": .null, "price": .null, "published": .null], butler.id),
-            (["title": "Éclat", "year": 1979, "pages": 100, "rating": 1.0, "price": .decimal(1), "published": date(3000)], butler.id),
-            (["title": "Anonymous", "year": .null, "pages": 10, "rating": .null, "price": .decimal(Decimal(string: "1e-20")!)], nil),
+            (
+                [
+                    "title": "Kindred", "year": 1979, "pages": 264, "rating": 4.0,
+                    "price": .decimal(Decimal(string: "0.2")!), "published": date(500),
+                ], butler.id
+            ),
+            (
+                ["title": "Dawn", "year": 1979, "pages": .null, "rating": .null, "price": .null, "published": .null],
+                butler.id
+            ),
+            (
+                [
+                    "title": "Éclat", "year": 1979, "pages": 100, "rating": 1.0, "price": .decimal(1),
+                    "published": date(3000),
+                ], butler.id
+            ),
+            (
+                [
+                    "title": "Anonymous", "year": .null, "pages": 10, "rating": .null,
+                    "price": .decimal(Decimal(string: "1e-20")!),
+                ], nil
+            ),
         ]
         var rows = [herbert, butler]
         for (values, author) in books {
@@ -48,7 +68,8 @@ import Testing
         order: [SortKey] = [], limit: Int? = nil, offset: Int = 0
     ) throws -> AggregateRequest {
         AggregateRequest(
-            entityName: "Book", predicate: try format.map { try FetchPredicate(format: $0) }, propertiesToGroupBy: group,
+            entityName: "Book", predicate: try format.map { try FetchPredicate(format: $0) },
+            propertiesToGroupBy: group,
             expressions: try expressions.map { try AggregateExpression(name: $0.0, expression: $0.1) },
             havingPredicate: try having.map { try FetchPredicate(format: $0) }, sortDescriptors: order,
             fetchLimit: limit, fetchOffset: offset)
@@ -117,10 +138,10 @@ import Testing
         // Butler's three prices: 0.2 + 1 exactly; avg = 0.6.
         let butler = try #require(rows.first { $0.objectIDs["author"] == authors[1] })
         #expect(butler["total"] == .decimal(Decimal(string: "1.2")!))
-        // A third is rounded to 38 significant digits, the same in every store.
+        // A third is rounded to what a decimal holds (39 digits here), the same in every store.
         let third = try store.aggregate(
             Self.request([], [("mean", "@avg.price")], where: "price < 0.5"), model: conformanceModel)
-        #expect(third.first?["mean"] == .decimal(Decimal(string: "0.10000000000000000000333333333333333333")!))
+        #expect(third.first?["mean"] == .decimal(Decimal(string: "0.100000000000000000003333333333333333333")!))
     }
 
     @Test(arguments: StoreUnderTest.allCases)
@@ -128,7 +149,8 @@ import Testing
         let folder = TemporaryDirectory()
         let (store, authors) = try Self.filled(kind, folder)
         let byAuthor = try store.aggregate(
-            Self.request(["author"], [("n", "@count"), ("pages", "@sum.pages")], order: [SortKey("n", ascending: false)]),
+            Self.request(
+                ["author"], [("n", "@count"), ("pages", "@sum.pages")], order: [SortKey("n", ascending: false)]),
             model: conformanceModel)
         #expect(byAuthor.map { $0["n"] } == [3, 2, 1])
         #expect(byAuthor.map { $0.objectIDs["author"] } == [authors[1], authors[0], nil])
@@ -137,7 +159,8 @@ import Testing
         // Having over an aggregate, the filter applied before grouping, a window over the rows.
         let having = try store.aggregate(
             Self.request(
-                ["year"], [("n", "@count"), ("rating", "@avg.rating")], where: "year > 1960", having: "n >= 1 AND rating > 2",
+                ["year"], [("n", "@count"), ("rating", "@avg.rating")], where: "year > 1960",
+                having: "n >= 1 AND rating > 2",
                 order: [SortKey("rating")]), model: conformanceModel)
         #expect(having.map { $0["year"] } == [1979, 1969, 1965])
         let windowed = try store.aggregate(
@@ -149,10 +172,12 @@ import Testing
         #expect(pairs.count == 4)
         // No grouping: one row, even over nothing.
         let none = try store.aggregate(
-            Self.request([], [("n", "@count"), ("total", "@sum.pages"), ("low", "@min.year")], where: "FALSEPREDICATE"),
+            Self.request(
+                [], [("n", "@count"), ("total", "@sum.pages"), ("low", "@min.year")], where: "FALSEPREDICATE"),
             model: conformanceModel)
         #expect(none == [AggregateRow(values: ["n": 0, "total": .null, "low": .null])])
-        let grouped = try store.aggregate(Self.request(["year"], [("n", "@count")], where: "FALSEPREDICATE"), model: conformanceModel)
+        let grouped = try store.aggregate(
+            Self.request(["year"], [("n", "@count")], where: "FALSEPREDICATE"), model: conformanceModel)
         #expect(grouped.isEmpty)
     }
 
@@ -192,7 +217,9 @@ import Testing
         let request = try Self.request(["year"], [("n", "@count")])
         let context = ObjectContext(coordinator: coordinator)
         #expect(try context.aggregate(request) == store.aggregate(request, model: conformanceModel))
-        #expect(try (coordinator as any CommittedReads).aggregate(request) == store.aggregate(request, model: conformanceModel))
+        #expect(
+            try (coordinator as any CommittedReads).aggregate(request)
+                == store.aggregate(request, model: conformanceModel))
         var bad = request
         bad.propertiesToGroupBy = ["cover"]
         #expect(throws: ContextError.self) { try context.aggregate(bad) }

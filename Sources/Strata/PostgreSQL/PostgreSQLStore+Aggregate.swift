@@ -59,7 +59,8 @@ extension PostgreSQLStore {
                 let name = "t." + PostgreSQLSchema.quote(relationship.name)
                 select.append(name)
                 if let table = sharedDestination(relationship) {
-                    select.append("(SELECT d.\"_entity\" FROM \(schema.qualified(table.name)) AS d WHERE d.\"_pk\" = \(name))")
+                    select.append(
+                        "(SELECT d.\"_entity\" FROM \(schema.qualified(table.name)) AS d WHERE d.\"_pk\" = \(name))")
                 }
                 grouping.append(name)
             }
@@ -105,7 +106,9 @@ extension PostgreSQLStore {
                     index += 1
                 }
                 group.values[name] = key.map { .integer($0) } ?? .null
-                if let key { group.objectIDs[name] = ObjectID(store: metadata.identifier, entity: entity, primaryKey: key) }
+                if let key {
+                    group.objectIDs[name] = ObjectID(store: metadata.identifier, entity: entity, primaryKey: key)
+                }
             }
         }
         let entity = plan.request.entityName
@@ -131,7 +134,8 @@ extension PostgreSQLStore {
                     }
                     group.partials.append(.integerSum(sum, count))
                 } else {
-                    let sum: Double = if case .double(let number) = PostgreSQLSchema.decode(text, as: .double) { number } else { 0 }
+                    let sum: Double =
+                        if case .double(let number) = PostgreSQLSchema.decode(text, as: .double) { number } else { 0 }
                     group.partials.append(.doubleSum(sum, count))
                 }
                 index += 2

@@ -66,7 +66,8 @@ public struct AggregateExpression: Sendable, Hashable {
             let word = String(text[..<colon])
             let function = word == "average" ? AggregateFunction.average : AggregateFunction(rawValue: word)
             guard let function else {
-                throw PredicateError("'\(expression)' is not an aggregate function (count:, sum:, average:, min:, max:)")
+                throw PredicateError(
+                    "'\(expression)' is not an aggregate function (count:, sum:, average:, min:, max:)")
             }
             self.function = function
             let inner = text[text.index(colon, offsetBy: 2)..<text.index(before: text.endIndex)]

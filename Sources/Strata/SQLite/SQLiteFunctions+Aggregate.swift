@@ -74,7 +74,9 @@ extension SQLiteFunctions {
         return raw.bindMemory(to: State.self, capacity: 1)
     }
 
-    static func decimalStep(_ context: OpaquePointer?, _ arguments: UnsafeMutablePointer<OpaquePointer?>?, _ mode: DecimalMode) {
+    static func decimalStep(
+        _ context: OpaquePointer?, _ arguments: UnsafeMutablePointer<OpaquePointer?>?, _ mode: DecimalMode
+    ) {
         guard let arguments else { return }
         let value: Decimal?
         switch sqlite3_value_type(arguments[0]) {

@@ -82,7 +82,9 @@ extension SQLiteStore {
                     index += 1
                 }
                 group.values[name] = key.map { .integer($0) } ?? .null
-                if let key { group.objectIDs[name] = ObjectID(store: metadata.identifier, entity: entity, primaryKey: key) }
+                if let key {
+                    group.objectIDs[name] = ObjectID(store: metadata.identifier, entity: entity, primaryKey: key)
+                }
             }
         }
         for (position, expression) in plan.request.expressions.enumerated() {

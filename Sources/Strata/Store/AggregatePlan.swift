@@ -47,7 +47,8 @@ struct AggregatePlan: Sendable {
                 columns.append((name, .toOne(relationship)))
             } else if let attribute = model.attribute(name, of: entity) {
                 throw refuse(
-                    "cannot group by '\(name)': a \(attribute.isComposite ? "composite" : attribute.type.rawValue) attribute has no grouping")
+                    "cannot group by '\(name)': a \(attribute.isComposite ? "composite" : attribute.type.rawValue) attribute has no grouping"
+                )
             } else {
                 throw refuse("cannot group by '\(name)': not an attribute or to-one relationship of \(entity)")
             }
@@ -204,18 +205,21 @@ struct AggregateGroup: Sendable {
 }
 
 extension AggregatePartial {
-    /// The most significant digits a decimal sum keeps (`Decimal`'s precision).
+    /// The significant digits a decimal surely keeps (`Decimal`'s precision: 38, some values 39).
     static let decimalDigits = 38
 
     /// A decimal sum read from a database's exact text.
-    /// - Throws: for a sum needing more than ``decimalDigits`` significant digits.
+    /// - Throws: for a sum a decimal cannot hold exactly (past ``decimalDigits`` significant digits).
     static func decimalSum(text: String, count: Int, key: String, entity: String) throws(StoreError)
         -> AggregatePartial
     {
         guard let parts = AttributeValue.decimalParts(text), let value = Decimal(string: text) else {
             throw StoreError(.io, "the database answered '\(text)' for a decimal sum", entity: entity)
         }
-        guard parts.digits.count <= decimalDigits else { throw decimalOverflow(key, entity: entity) }
+        // Exact only when the decimal keeps every digit of the database's exact sum.
+        guard let kept = AttributeValue.decimalParts(value.description), kept.digits == parts.digits,
+            kept.exponent == parts.exponent
+        else { throw decimalOverflow(key, entity: entity) }
         return .decimalSum(value, count)
     }
 
