@@ -119,6 +119,46 @@ import Testing
         }
     }
 
+    /// The document's `select`, `having` and `order` patterns state what the server takes: each
+    /// sample is answered 200 when the pattern matches it and 400 when not (with `select=year,count()`
+    /// beside `having` and `order`; names given twice, a rule no pattern states, are left out).
+    @Test func thePatternsStateWhatTheServerTakes() throws {
+        let (fixture, _) = try Self.filled()
+        let client = fixture.client
+        let patterns = try FilterPatternTests.patterns(client)
+        let samples: [String: [String]] = [
+            "select": [
+                "year,count()", "count()", "n:count()", "author,title,count(),price.sum(),rating.avg()",
+                "published.min(),title.max(),c:cover.count(),m:metadata.count(),author.count()", "title.sum()",
+                "cover,count()", "year", "", "count", "count(),", ",count()", "1a:count()", "a-b:count()",
+                "year,format,available,price,rating,published,title,sku,homepage,count()",
+                "year,format,available,price,rating,published,title,sku,homepage,author,count()",
+                "count()," + (0..<10).map { "a\($0):count()" }.joined(separator: ","),
+                "count()," + (0..<9).map { "a\($0):count()" }.joined(separator: ","), "tags.count()",
+                "published.sum()", "year.median()", " count()", "COUNT()",
+            ],
+            "having": [
+                "count().gt.5", "count().gt.-5", "rating.avg().lte.4.25", "price.sum().eq.0.1", "year.min().neq.1",
+                "title.count().gte.1", "title.max().gt.1", "count().gt.1e3", "count().gt.+5", "count().gt.",
+                "count().gt.5,count().lt.9", "count().like.5", "count().gt.1234567890123456789", "count().gt..5",
+                "published.max().gt.0", "author.count().gt.0",
+            ],
+            "order": ["count().desc", "year,rating.avg().asc", "price.sum()", "title.min().desc", "year.desc"],
+        ]
+        for (name, values) in samples {
+            let pattern = try #require(patterns[name], "\(name) has no pattern")
+            for value in values {
+                let expected = try FilterPatternTests.matches(pattern, value)
+                var query = "\(name)=\(FilterPatternTests.encoded(value))"
+                if name != "select" { query = "select=year,count()&" + query }
+                let response = try client.send("GET", "/books?" + query)
+                #expect(
+                    response.status == (expected ? 200 : 400),
+                    "\(query) (pattern matches: \(expected)): \(response.text)")
+            }
+        }
+    }
+
     /// The same answers from a PostgreSQL store, which groups in SQL.
     @Test(.enabled(if: PostgreSQLTestServer.requirement.runs)) func postgreSQLAnswersAlike() throws {
         let catalog = try StoreSpec(PostgreSQLTestServer.storeURL().absoluteString)

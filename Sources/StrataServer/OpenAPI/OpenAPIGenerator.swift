@@ -127,6 +127,7 @@ struct OpenAPIBuilder {
             schemas.append((name + "Create", writeSchema(entity, mode: .create)))
             schemas.append((name + "Patch", writeSchema(entity, mode: .patch)))
             schemas.append((name + "List", listSchema(entity)))
+            schemas.append((name + "Group", groupSchema(entity)))
         }
         paths += systemPaths()
         paths += diagramPaths()

@@ -23,8 +23,10 @@ struct ListAggregates {
 
     static let parameter = "select"
     static let havingParameter = "having"
-    /// The most items `select` takes.
-    static let maxItems = 20
+    /// The most plain columns `select` takes before its first aggregate.
+    static let maxLeading = 9
+    /// The most items `select` takes after its first aggregate.
+    static let maxTrailing = 10
     /// The most comparisons `having` takes.
     static let maxConditions = 10
 
@@ -52,9 +54,9 @@ struct ListAggregates {
         }
         let select = values[Self.parameter] ?? ""
         let parts = select.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count <= Self.maxItems else {
-            throw Self.problem(Self.parameter, "select has \(parts.count) items; at most \(Self.maxItems) are accepted")
-        }
+        // As the document's pattern states it: the bounds apply around the first aggregate.
+        var leading = 0
+        var firstAggregate: Int?
         var names: Set<String> = []
         for part in parts {
             var text = part
@@ -72,6 +74,7 @@ struct ListAggregates {
             if let (function, key) = try Self.aggregate(text, parameter: Self.parameter, entity: entity, model: model) {
                 column = addExpression(function, key)
                 name = alias ?? function.rawValue
+                if firstAggregate == nil { firstAggregate = items.count }
             } else {
                 guard ListFacets.isFacetable(text, entity: entity, model: model) else {
                     throw Self.problem(
@@ -81,6 +84,13 @@ struct ListAggregates {
                 }
                 if !request.propertiesToGroupBy.contains(text) { request.propertiesToGroupBy.append(text) }
                 (name, column) = (alias ?? text, text)
+                if firstAggregate == nil { leading += 1 }
+            }
+            guard leading <= Self.maxLeading, items.count - (firstAggregate ?? items.count) <= Self.maxTrailing else {
+                throw Self.problem(
+                    Self.parameter,
+                    "select takes at most \(Self.maxLeading) plain columns before its first aggregate and \(Self.maxTrailing) items after it"
+                )
             }
             guard names.insert(name).inserted else {
                 throw Self.problem(
@@ -223,13 +233,17 @@ struct ListAggregates {
         request.havingPredicate = comparisons.count == 1 ? comparisons[0] : .and(comparisons)
     }
 
-    /// A number of `having`: an integer, else an exact decimal.
+    /// A number of `having` (``OpenAPIBuilder/havingNumber``: up to 18 digits, a point and up to 18
+    /// more): an integer, else an exact decimal.
     static func number(_ text: String) -> AttributeValue? {
-        if let integer = Int64(text) { return .integer(integer) }
-        guard AttributeValue.isDecimalSyntax(text), !text.hasPrefix("+"), let decimal = Decimal(string: text) else {
-            return nil
-        }
-        return .decimal(decimal)
+        let bytes = Array(text.utf8)
+        let body = bytes.first == UInt8(ascii: "-") ? bytes.dropFirst() : bytes[...]
+        let parts = body.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count),
+            parts.allSatisfy({ (1...18).contains($0.count) && $0.allSatisfy { (0x30...0x39).contains($0) } })
+        else { return nil }
+        if parts.count == 1, let integer = Int64(text) { return .integer(integer) }
+        return Decimal(string: text).map { .decimal($0) }
     }
 
     /// Writes one group object: the selected members in order, values as items show them.
