@@ -81,7 +81,9 @@ def map_query(context, query):
     if any(item.rpartition(":")[2].endswith("()") for item in items):
         query["select"] = ",".join(items)
     if isinstance(order, str):
-        keys = [key for key in order.split(",") if "()" in key or key.rsplit(".", 1)[0] in grouped or key in grouped]
+        keys = [
+            key for key in order.split(",") if "()" in key or key in grouped or key.rsplit(".", 1)[0] in grouped
+        ]
         if keys:
             query["order"] = ",".join(keys)
         else:

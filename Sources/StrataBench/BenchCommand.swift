@@ -19,6 +19,7 @@ enum BenchCommand {
         var scale = true
         var history = true
         var export = true
+        var aggregates = true
         var postgresql: String?
         var plot: String?
 
@@ -45,17 +46,19 @@ enum BenchCommand {
             scale = part == "scale"
             history = part == "history"
             export = part == "export"
+            aggregates = part == "aggregates"
         }
 
         /// Whether a part that loads a server over HTTP (and needs wrk) runs.
-        var loadsHTTP: Bool { http || postgreSQL || scale || history }
+        var loadsHTTP: Bool { http || postgreSQL || scale || history || aggregates }
     }
 
     static let interface = CommandInterface<Settings>(
         name: "strata-bench",
         synopsis: """
             [--duration SECONDS] [--soak SECONDS] [--objects N]
-                                [--only library|http|feed|postgresql|scale|history|export] [--postgresql URI]
+                                [--only library|http|feed|postgresql|scale|history|export|aggregates]
+                                [--postgresql URI]
                                 [--scale [SIZES]] [--plot FILE.svg] [--quick]
             """,
         abstract: """
@@ -88,10 +91,11 @@ enum BenchCommand {
         ) { $0.givenObjects = try $1.integer(1...Int.max, "a positive number") },
         .value(
             "--only", "PART",
-            help: "run only the library, the HTTP, the change feed, the PostgreSQL, the scale, the history or the "
-                + "export scenarios"
+            help: "run only the library, the HTTP, the change feed, the PostgreSQL, the scale, the history, the "
+                + "export or the aggregate scenarios"
         ) {
-            $0.only(try $1.choice(["library", "http", "feed", "postgresql", "scale", "history", "export"]))
+            $0.only(
+                try $1.choice(["library", "http", "feed", "postgresql", "scale", "history", "export", "aggregates"]))
         },
         .value(
             "--postgresql", "URI",
@@ -183,6 +187,10 @@ enum BenchCommand {
         if settings.postgreSQL || settings.history, let wrk {
             printError("bench: PostgreSQL scenarios (\(settings.duration) s each)…")
             try PostgreSQLBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
+        }
+        if settings.aggregates, let wrk {
+            printError("bench: grouped counts over HTTP…")
+            try AggregateBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
         }
         if settings.scale, let wrk {
             let points = try ScaleBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
