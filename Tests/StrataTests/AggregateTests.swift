@@ -209,6 +209,31 @@ import Testing
         #expect(throws: Strata.PredicateError.self) { try AggregateExpression(name: "x", expression: "@median.year") }
     }
 
+    /// NaN, where a store keeps it (in memory and PostgreSQL; SQLite stores it as null): a sum or
+    /// average with a NaN is NaN, and NaN is the greatest double, as PostgreSQL orders it.
+    @Test(arguments: StoreUnderTest.allCases)
+    func notANumber(kind: StoreUnderTest) throws {
+        let folder = TemporaryDirectory()
+        let store = try kind.open(folder)
+        let rows = try [Double.nan, 1, 2].map { try newRow(store, "Book", ["rating": .double($0)]) }
+        try store.save(StoreChanges(inserts: rows))
+        let result = try store.aggregate(
+            Self.request(
+                [], [("n", "@count.rating"), ("sum", "@sum.rating"), ("low", "@min.rating"), ("high", "@max.rating")]),
+            model: conformanceModel)
+        let row = try #require(result.first)
+        #expect(row["low"] == 1.0)
+        if kind == .sqlite {
+            #expect(row["n"] == 2)
+            #expect(row["sum"] == 3.0)
+            #expect(row["high"] == 2.0)
+        } else {
+            #expect(row["n"] == 3)
+            #expect(row["sum"].isNaNDouble)
+            #expect(row["high"].isNaNDouble)
+        }
+    }
+
     @Test func theContextAndTheCoordinatorAnswerAsTheStore() throws {
         let folder = TemporaryDirectory()
         let (store, _) = try Self.filled(.sqlite, folder)
@@ -264,4 +289,8 @@ extension AttributeValue: ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral
     public init(integerLiteral value: Int64) { self = .integer(value) }
     public init(floatLiteral value: Double) { self = .double(value) }
     public init(stringLiteral value: String) { self = .string(value) }
+}
+
+extension AttributeValue {
+    fileprivate var isNaNDouble: Bool { if case .double(let value) = self { value.isNaN } else { false } }
 }
