@@ -20,6 +20,7 @@ enum BenchCommand {
         var history = true
         var export = true
         var batch = true
+        var aggregates = true
         var postgresql: String?
         var plot: String?
 
@@ -47,17 +48,19 @@ enum BenchCommand {
             history = part == "history"
             export = part == "export"
             batch = part == "batch"
+            aggregates = part == "aggregates"
         }
 
         /// Whether a part that loads a server over HTTP (and needs wrk) runs.
-        var loadsHTTP: Bool { http || postgreSQL || scale || history }
+        var loadsHTTP: Bool { http || postgreSQL || scale || history || aggregates }
     }
 
     static let interface = CommandInterface<Settings>(
         name: "strata-bench",
         synopsis: """
             [--duration SECONDS] [--soak SECONDS] [--objects N]
-                                [--only library|http|feed|postgresql|scale|history|export|batch] [--postgresql URI]
+                                [--only library|http|feed|postgresql|scale|history|export|batch|aggregates]
+                                [--postgresql URI]
                                 [--scale [SIZES]] [--plot FILE.svg] [--quick]
             """,
         abstract: """
@@ -91,9 +94,12 @@ enum BenchCommand {
         .value(
             "--only", "PART",
             help: "run only the library, the HTTP, the change feed, the PostgreSQL, the scale, the history, the "
-                + "export or the batch-change scenarios"
+                + "export, the batch-change or the aggregate scenarios"
         ) {
-            $0.only(try $1.choice(["library", "http", "feed", "postgresql", "scale", "history", "export", "batch"]))
+            $0.only(
+                try $1.choice([
+                    "library", "http", "feed", "postgresql", "scale", "history", "export", "batch", "aggregates",
+                ]))
         },
         .value(
             "--postgresql", "URI",
@@ -189,6 +195,10 @@ enum BenchCommand {
         if settings.postgreSQL || settings.history, let wrk {
             printError("bench: PostgreSQL scenarios (\(settings.duration) s each)…")
             try PostgreSQLBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
+        }
+        if settings.aggregates, let wrk {
+            printError("bench: grouped counts over HTTP…")
+            try AggregateBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)
         }
         if settings.scale, let wrk {
             let points = try ScaleBench(folder: folder, wrk: wrk, settings: settings).run(into: &table)

@@ -82,7 +82,9 @@ import Testing
         let model = try ObjectModel.example
         var checked = 0
         var taken = 0
-        for (name, pattern) in patterns.sorted(by: { $0.key < $1.key }) where name != "order" && name != "after" {
+        // `select` and `having` are checked by AggregateRESTTests.
+        for (name, pattern) in patterns.sorted(by: { $0.key < $1.key })
+        where !["order", "after", "select", "having"].contains(name) {
             let type = model.attribute(name, of: "Book")?.type
             let values: [String] =
                 switch name {

@@ -45,6 +45,8 @@ public protocol CommittedReads: Sendable {
     /// How many stored objects matching `request` (its window ignored) have each value of `key`
     /// (see ``PersistentStore/valueCounts(_:key:)``); groups in no order.
     func valueCounts(_ request: FetchRequest, key: String) throws(StoreError) -> [ValueCount]
+    /// The rows of an aggregate fetch over every store holding the entity (see ``AggregateRequest``).
+    func aggregate(_ request: AggregateRequest) throws(StoreError) -> [AggregateRow]
     /// The stored state of one object; nil when it does not exist.
     func row(for id: ObjectID) throws(StoreError) -> StoreRow?
     /// The stored state of one object with its to-many relationships in `toMany`, read from one

@@ -2,7 +2,7 @@ import Foundation
 
 extension PostgreSQLStore {
     /// The table and family condition of a request.
-    private func selection(_ request: FetchRequest) throws(StoreError) -> (
+    func selection(_ request: FetchRequest) throws(StoreError) -> (
         table: SQLiteSchema.Table, sql: String, arguments: [PGValue]
     ) {
         guard entityNames.contains(request.entityName), let table = schema.base.table(for: request.entityName) else {
@@ -27,7 +27,7 @@ extension PostgreSQLStore {
     /// the rows that can match (``PostgreSQLPrefilter``); Strata's own evaluator decides over them
     /// (the same results as the other stores by construction), relationship key paths reading what
     /// they need through `c`.
-    private func matching(_ request: FetchRequest, _ c: PGConnection) throws -> [StoreRow] {
+    func matching(_ request: FetchRequest, _ c: PGConnection) throws -> [StoreRow] {
         var (table, from, arguments) = try selection(request)
         var predicate: FetchPredicate?
         do throws(PredicateError) {

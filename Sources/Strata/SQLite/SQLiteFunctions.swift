@@ -67,6 +67,7 @@ enum SQLiteFunctions {
                 }
                 SQLiteFunctions.result(key, context)
             }, nil, nil, nil)
+        registerAggregates(on: db)
     }
 
     /// Sets `text` as the function's result.

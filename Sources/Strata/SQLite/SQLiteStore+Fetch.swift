@@ -3,7 +3,7 @@ import Foundation
 extension SQLiteStore {
     /// The FROM and WHERE parts for a request, with their arguments; the entity table is aliased
     /// ``SQLPredicateBuilder/rootAlias``.
-    private func selection(_ request: FetchRequest) throws(StoreError) -> (
+    func selection(_ request: FetchRequest) throws(StoreError) -> (
         table: SQLiteSchema.Table, sql: String, arguments: [SQLiteValue]
     ) {
         guard entityNames.contains(request.entityName), let table = schema.table(for: request.entityName) else {

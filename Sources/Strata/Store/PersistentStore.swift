@@ -260,6 +260,9 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// How many objects matching `request` (its window ignored) have each value of `key`, an
     /// attribute or a to-one relationship counted by related primary key; groups in no order.
     func valueCounts(_ request: FetchRequest, key: String) throws(StoreError) -> [ValueCount]
+    /// The rows of an aggregate fetch over this store's objects, names read in `model` (see
+    /// ``AggregateRequest``).
+    func aggregate(_ request: AggregateRequest, model: ObjectModel) throws(StoreError) -> [AggregateRow]
     /// The stored state of one object, nil when it does not exist.
     func row(for id: ObjectID) throws(StoreError) -> StoreRow?
     /// The objects a to-many relationship of `id` holds, in order.

@@ -4,7 +4,8 @@ import Strata
 extension OpenAPIBuilder {
     /// The query parameter names a list reserves for itself.
     static let reservedQueryNames: Set<String> = [
-        "where", "order", "limit", "after", "offset", "count", ListFacets.parameter,
+        "where", "order", "limit", "after", "offset", "count", ListFacets.parameter, ListAggregates.parameter,
+        ListAggregates.havingParameter,
     ]
 
     /// One `attr=op.value` query parameter per attribute and to-one relationship.
@@ -89,7 +90,8 @@ extension OpenAPIBuilder {
         var names = model.attributes(of: entity.name).map(\.name) + [ObjectCodec.idKey]
         if FilterSyntax.ranks(entity.name, model: model) { names.append(FilterSyntax.rankName) }
         let alternatives = names.map(Self.regexEscaped).joined(separator: "|")
-        let key = "(" + alternatives + #")(\.(asc|desc))?"#
+        // With `select`, aggregates too (see ``ListAggregates``).
+        let key = "(" + alternatives + "|" + aggregatePattern(entity) + #")(\.(asc|desc))?"#
         return .members([
             ("name", "order"),
             ("in", "query"),
@@ -97,7 +99,8 @@ extension OpenAPIBuilder {
                 "description",
                 .string(
                     "Sort keys, comma-separated: attributes or `_id`, each optionally followed by `.asc` (the "
-                        + "default) or `.desc`, e.g. `\(names.first.map { $0 + ".desc" } ?? "")`; at most "
+                        + "default) or `.desc`, e.g. `\(names.first.map { $0 + ".desc" } ?? "")`; with `select`, "
+                        + "grouped columns and aggregates (`count().desc`) instead; at most "
                         + "\(limits.orderKeys) keys."
                         + (FilterSyntax.ranks(entity.name, model: model)
                             ? " `rank` sorts by relevance to the text search filters (fts, plfts, phfts, wfts), the "

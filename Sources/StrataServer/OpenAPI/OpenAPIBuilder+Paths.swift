@@ -42,7 +42,8 @@ extension OpenAPIBuilder {
                 "parameters",
                 .array(
                     filterParameters(entity) + [orderParameter(entity), whereParameter(entity)]
-                        + facetParameters(entity) + queryParameters(entity) + Self.pagingParameters())
+                        + facetParameters(entity) + aggregateParameters(entity) + queryParameters(entity)
+                        + Self.pagingParameters())
             ),
             (
                 "responses",

@@ -160,7 +160,11 @@ extension OpenAPIBuilder {
                         ],
                     ],
                 ],
-                "items": ["type": "array", "items": ref(schemaName(entity.name))],
+                "items": [
+                    "type": "array",
+                    "description": "The objects; with `select`, the groups.",
+                    "items": ["anyOf": [ref(schemaName(entity.name)), ref(schemaName(entity.name) + "Group")]],
+                ],
                 "next": [
                     "type": "string", "nullable": true,
                     "description":

@@ -65,7 +65,7 @@ extension OpenAPIBuilder {
         var removed: Set<String> = []
         for entity in hidden {
             let name = builder.schemaName(entity)
-            removed.formUnion([name, name + "Create", name + "Patch", name + "List"])
+            removed.formUnion([name, name + "Create", name + "Patch", name + "List", name + "Group"])
         }
         var components = document["components"] ?? .object([])
         let schemas = (components["schemas"]?.members ?? []).filter { !removed.contains($0.key) }

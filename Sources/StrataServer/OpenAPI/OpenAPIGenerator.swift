@@ -56,13 +56,13 @@ struct OpenAPIBuilder {
             let base = Self.identifier(entity.name, capitalized: true)
             var name = base
             var counter = 2
-            // An entity's four schemas (`Book`, `BookCreate`, `BookPatch`, `BookList`) take their
-            // names together, after the shared ones.
-            while ["", "Create", "Patch", "List"].contains(where: { takenSchemaNames.contains(name + $0) }) {
+            // An entity's five schemas (`Book`, `BookCreate`, `BookPatch`, `BookList`, `BookGroup`)
+            // take their names together, after the shared ones.
+            while ["", "Create", "Patch", "List", "Group"].contains(where: { takenSchemaNames.contains(name + $0) }) {
                 name = base + "Entity" + (counter == 2 ? "" : String(counter))
                 counter += 1
             }
-            for suffix in ["", "Create", "Patch", "List"] { takenSchemaNames.insert(name + suffix) }
+            for suffix in ["", "Create", "Patch", "List", "Group"] { takenSchemaNames.insert(name + suffix) }
             schemaNames[entity.name] = name
         }
     }
@@ -127,6 +127,7 @@ struct OpenAPIBuilder {
             schemas.append((name + "Create", writeSchema(entity, mode: .create)))
             schemas.append((name + "Patch", writeSchema(entity, mode: .patch)))
             schemas.append((name + "List", listSchema(entity)))
+            schemas.append((name + "Group", groupSchema(entity)))
         }
         paths += systemPaths()
         paths += diagramPaths()

@@ -79,6 +79,10 @@ struct ListQuery {
                 cursorPosition = position
                 anchorText = value.firstIndex(of: ".").map { String(value[value.index(after: $0)...]) }
             case ListFacets.parameter: continue  // read by ``ListFacets``
+            case ListAggregates.havingParameter:
+                throw Problem.badRequest(
+                    "having filters groups: it applies only with select=… naming an aggregate",
+                    errors: [.init(field: "having", code: "invalid", message: "having without select")])
             case "count":
                 guard value == "exact" else { throw Problem.badRequest("count takes only 'exact'") }
                 countExact = true

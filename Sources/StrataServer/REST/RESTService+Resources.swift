@@ -6,6 +6,7 @@ extension RESTService {
     // MARK: - Reading
 
     func list(_ entity: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        if ListAggregates.applies(to: request.query) { return try listAggregates(entity, request) }
         let query = try ListQuery(
             request.query, entity: entity, model: model, limits: limits,
             objectID: { prototypeByEntity[$0]?.withPrimaryKey($1) })
