@@ -52,6 +52,9 @@ enum StrataCommand {
             name: "export", synopsis: "export --data-dir DIR --to OUT",
             summary: "write the stores' objects as a store Core Data opens",
             run: ExportCommand.run),
+        Subcommand(
+            name: "generate", synopsis: "generate swift --model M --output DIR",
+            summary: "typed Swift for a model: a struct per entity", run: GenerateCommand.run),
     ]
 
     static var usage: String {
