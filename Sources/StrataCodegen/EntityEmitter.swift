@@ -31,7 +31,10 @@ struct EntityEmitter {
     /// Names every member: attributes, relationships, their helpers, fetched properties,
     /// conversions to ancestors, templates; each takes the first free name.
     func members() -> Members {
-        var names = MemberNames(alsoReserved: ["Swift", "Foundation", "FoundationEssentials", runtime])
+        // Module names would shadow `Swift.String` and the rest; entity type names would shadow the
+        // types in expressions (`Set.self`, `\Set.data`).
+        var names = MemberNames(
+            alsoReserved: Set(context.typeNames.values).union(["Swift", "Foundation", "FoundationEssentials", runtime]))
         var members = Members()
         for attribute in model.attributes(of: entity.name) {
             members.attributes.append(Named(item: attribute, swiftName: names.claim(attribute.name)))
