@@ -207,16 +207,15 @@ struct EntityEmitter {
         out.doc("Adds `value` to `\(relationship.name)`\(end), keeping the inverse in step.")
         out.line("\(access)func \(add)(_ value: \(target)) { managedObject.addTypedObject(value, toKey: \(key)) }")
         out.doc("Adds `values` to `\(relationship.name)`\(end), keeping the inverses in step.")
-        out.block("\(access)func \(add)(_ values: \(collection))") { out in
-            out.line("for value in values { managedObject.addTypedObject(value, toKey: \(key)) }")
-        }
+        out.line(
+            "\(access)func \(add)(_ values: \(collection)) { managedObject.addTypedObjects(values, toKey: \(key)) }")
         out.doc("Removes `value` from `\(relationship.name)`, keeping the inverse in step.")
         out.line(
             "\(access)func \(remove)(_ value: \(target)) { managedObject.removeTypedObject(value, fromKey: \(key)) }")
         out.doc("Removes `values` from `\(relationship.name)`, keeping the inverses in step.")
-        out.block("\(access)func \(remove)(_ values: \(collection))") { out in
-            out.line("for value in values { managedObject.removeTypedObject(value, fromKey: \(key)) }")
-        }
+        out.line(
+            "\(access)func \(remove)(_ values: \(collection)) { managedObject.removeTypedObjects(values, fromKey: \(key)) }"
+        )
     }
 
     private func relationshipDocumentation(_ relationship: RelationshipDescription) -> String {

@@ -94,6 +94,32 @@ import Testing
         #expect(fresh.managedObject["name"] == .null)
     }
 
+    @Test func toManyHelpersKeepInversesInStep() throws {
+        let folder = TemporaryDirectory()
+        let container = try PersistentContainer(
+            model: try ObjectModel.example,
+            stores: PersistentContainer.sqliteStores(for: try ObjectModel.example, in: folder.url))
+        let context = container.viewContext
+        let author = Author(context: context)
+        author.name = "Octavia E. Butler"
+        let (kindred, dawn, wildSeed) = (Book(context: context), Book(context: context), Book(context: context))
+        (kindred.title, dawn.title, wildSeed.title) = ("Kindred", "Dawn", "Wild Seed")
+        author.addToBooks([kindred, dawn])
+        author.addToBooks(kindred)  // already there: nothing changes
+        #expect(author.books == [kindred, dawn])
+        #expect(kindred.author == author && dawn.author == author)
+        author.addToBooks(wildSeed)
+        author.removeFromBooks([kindred, dawn])
+        #expect(author.books == [wildSeed])
+        #expect(kindred.author == nil && dawn.author == nil)
+        dawn.author = author
+        #expect(author.books == [wildSeed, dawn])
+        author.books = [kindred]
+        #expect(wildSeed.author == nil && dawn.author == nil && kindred.author == author)
+        try context.save()
+        #expect(try context.fetch(Book.fetchRequest().filter(\.author == author)) == [kindred])
+    }
+
     @Test func fetchedPropertiesAndConversions() throws {
         let folder = TemporaryDirectory()
         let container = try PersistentContainer(

@@ -54,15 +54,11 @@ public struct Author: Strata.TypedObject {
     /// Adds `value` to `books`, keeping the inverse in step.
     public func addToBooks(_ value: Book) { managedObject.addTypedObject(value, toKey: "books") }
     /// Adds `values` to `books`, keeping the inverses in step.
-    public func addToBooks(_ values: Swift.Set<Book>) {
-        for value in values { managedObject.addTypedObject(value, toKey: "books") }
-    }
+    public func addToBooks(_ values: Swift.Set<Book>) { managedObject.addTypedObjects(values, toKey: "books") }
     /// Removes `value` from `books`, keeping the inverse in step.
     public func removeFromBooks(_ value: Book) { managedObject.removeTypedObject(value, fromKey: "books") }
     /// Removes `values` from `books`, keeping the inverses in step.
-    public func removeFromBooks(_ values: Swift.Set<Book>) {
-        for value in values { managedObject.removeTypedObject(value, fromKey: "books") }
-    }
+    public func removeFromBooks(_ values: Swift.Set<Book>) { managedObject.removeTypedObjects(values, fromKey: "books") }
 }
 
 /// The entity `Book` of the model `Library`, as a typed view of its managed objects.
@@ -198,15 +194,11 @@ public struct Book: Strata.TypedObject {
     /// Adds `value` to `tags`, keeping the inverse in step.
     public func addToTags(_ value: Tag) { managedObject.addTypedObject(value, toKey: "tags") }
     /// Adds `values` to `tags`, keeping the inverses in step.
-    public func addToTags(_ values: Swift.Set<Tag>) {
-        for value in values { managedObject.addTypedObject(value, toKey: "tags") }
-    }
+    public func addToTags(_ values: Swift.Set<Tag>) { managedObject.addTypedObjects(values, toKey: "tags") }
     /// Removes `value` from `tags`, keeping the inverse in step.
     public func removeFromTags(_ value: Tag) { managedObject.removeTypedObject(value, fromKey: "tags") }
     /// Removes `values` from `tags`, keeping the inverses in step.
-    public func removeFromTags(_ values: Swift.Set<Tag>) {
-        for value in values { managedObject.removeTypedObject(value, fromKey: "tags") }
-    }
+    public func removeFromTags(_ values: Swift.Set<Tag>) { managedObject.removeTypedObjects(values, fromKey: "tags") }
 
     /// Fetched property `searches`: the `SearchLog` objects matching `query CONTAINS[c] $FETCH_SOURCE.title`, fetched on every read.
     public var searches: [SearchLog] {
@@ -251,15 +243,11 @@ public struct Tag: Strata.TypedObject {
     /// Adds `value` to `books`, keeping the inverse in step.
     public func addToBooks(_ value: Book) { managedObject.addTypedObject(value, toKey: "books") }
     /// Adds `values` to `books`, keeping the inverses in step.
-    public func addToBooks(_ values: Swift.Set<Book>) {
-        for value in values { managedObject.addTypedObject(value, toKey: "books") }
-    }
+    public func addToBooks(_ values: Swift.Set<Book>) { managedObject.addTypedObjects(values, toKey: "books") }
     /// Removes `value` from `books`, keeping the inverse in step.
     public func removeFromBooks(_ value: Book) { managedObject.removeTypedObject(value, fromKey: "books") }
     /// Removes `values` from `books`, keeping the inverses in step.
-    public func removeFromBooks(_ values: Swift.Set<Book>) {
-        for value in values { managedObject.removeTypedObject(value, fromKey: "books") }
-    }
+    public func removeFromBooks(_ values: Swift.Set<Book>) { managedObject.removeTypedObjects(values, fromKey: "books") }
 }
 
 /// The entity `SearchLog` of the model `Library`, as a typed view of its managed objects.
