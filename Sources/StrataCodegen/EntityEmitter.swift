@@ -26,6 +26,8 @@ struct EntityEmitter {
         var fetched: [Named<FetchedPropertyDescription>] = []
         var ancestors: [Named<String>] = []
         var templates: [Named<FetchRequestTemplate>] = []
+        /// Per composite attribute (by model name): the name of the struct of its value.
+        var composites: [String: String] = [:]
     }
 
     /// Names every member: attributes, relationships, their helpers, fetched properties,
@@ -58,6 +60,9 @@ struct EntityEmitter {
         for template in model.fetchRequestTemplates where template.entity == entity.name {
             members.templates.append(Named(item: template, swiftName: names.claim(template.name)))
         }
+        for attribute in members.attributes where attribute.item.isComposite {
+            members.composites[attribute.item.name] = names.claim(SwiftNames.capitalized(attribute.swiftName))
+        }
         return members
     }
 
@@ -68,7 +73,11 @@ struct EntityEmitter {
             emitBasics(members, into: &out)
             for attribute in members.attributes {
                 out.line("")
-                emitAttribute(attribute, into: &out)
+                if let composite = members.composites[attribute.item.name] {
+                    emitComposite(attribute, typeName: composite, into: &out)
+                } else {
+                    emitAttribute(attribute, into: &out)
+                }
             }
             for relationship in members.relationships {
                 out.line("")
@@ -162,6 +171,28 @@ struct EntityEmitter {
         }
     }
 
+    /// A composite attribute: a property of the struct of its value, and that struct.
+    private func emitComposite(_ named: Named<AttributeDescription>, typeName: String, into out: inout SwiftWriter) {
+        let attribute = named.item
+        let key = context.literal(attribute.name)
+        let json = "\(runtime).JSONValue"
+        out.doc(attributeDocumentation(attribute, derived: false))
+        out.block("\(access)var \(SwiftNames.escaped(named.swiftName)): \(typeName)\(attribute.isOptional ? "?" : "")")
+        {
+            out in
+            if attribute.isOptional {
+                out.line(
+                    "get { managedObject.typedValue(forKey: \(key), as: \(json).self).map(\(typeName).init(json:)) }")
+                out.line("nonmutating set { managedObject.setTypedValue(newValue?.json, forKey: \(key)) }")
+            } else {
+                out.line("get { \(typeName)(json: managedObject.typedValue(nonOptional: \(key), as: \(json).self)) }")
+                out.line("nonmutating set { managedObject.setTypedValue(newValue.json, forKey: \(key)) }")
+            }
+        }
+        out.line("")
+        CompositeEmitter(context: context, attribute: attribute, typeName: typeName).emit(into: &out)
+    }
+
     private func attributeDocumentation(_ attribute: AttributeDescription, derived: Bool) -> String {
         var lines: [String] = []
         if let documentation = attribute.documentation, !documentation.isEmpty { lines += [documentation, ""] }
@@ -171,7 +202,7 @@ struct EntityEmitter {
         if let derivation = attribute.derivation { summary += ", derived from `\(derivation)`" }
         lines.append(summary + ".")
         if attribute.isComposite {
-            lines.append("A composite attribute: a JSON object with one member per element.")
+            lines.append("A composite attribute: its value is a struct with one property per element.")
         }
         if derived { lines.append("Read-only: every save computes it.") }
         if !attribute.isOptional && attribute.defaultValue == nil && !derived {
