@@ -10,6 +10,8 @@ let package = Package(
         .library(name: "StrataSync", targets: ["StrataSync"]),
         .executable(name: "strata", targets: ["strata"]),
         .executable(name: "strata-bench", targets: ["strata-bench"]),
+        .library(name: "StrataCodegen", targets: ["StrataCodegen"]),
+        .executable(name: "strata-codegen", targets: ["strata-codegen"]),
     ],
     targets: [
         .systemLibrary(
@@ -61,7 +63,12 @@ let package = Package(
         // The command line that ships: serve, health, model, openapi, diagram, inspect, migrate,
         // split, import. It links no benchmark code and no cluster starter.
         .executableTarget(
-            name: "strata", dependencies: ["Strata", "StrataHTTP", "StrataServer", "StrataCLI", "StrataSync"]),
+            name: "strata",
+            dependencies: ["Strata", "StrataHTTP", "StrataServer", "StrataCLI", "StrataSync", "StrataCodegen"]),
+        // Typed Swift from a model: the generator `strata generate swift` and the build-tool plugin run.
+        .target(name: "StrataCodegen", dependencies: ["Strata", "StrataCLI"]),
+        // The generator alone, for the build-tool plugin: `strata-codegen --model PATH --output DIR`.
+        .executableTarget(name: "strata-codegen", dependencies: ["StrataCodegen"]),
         // The benchmark: wrk scripts, /proc readers, raw SQLite and libpq baselines, scratch clusters.
         // It runs strata (the scale scenarios' servers) and strata-ceiling from beside itself: as
         // dependencies they are built with it, their code not linked into it.
@@ -78,6 +85,10 @@ let package = Package(
             path: "Tests/StrataTestSupport"),
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTestSupport"]),
         .testTarget(name: "StrataCLITests", dependencies: ["StrataCLI"]),
+        .testTarget(name: "StrataCodegenTests", dependencies: ["StrataCodegen", "Strata", "StrataTestSupport"]),
+        // The typed API over the example model: Generated/ holds what the generator makes of
+        // Examples/Library.xcdatamodel (a test keeps it equal to the generator's output).
+        .testTarget(name: "StrataTypedTests", dependencies: ["Strata", "StrataCodegen", "StrataTestSupport"]),
         .testTarget(
             name: "StrataSyncTests", dependencies: ["StrataSync", "StrataServer", "Strata", "StrataTestSupport"]),
         .testTarget(

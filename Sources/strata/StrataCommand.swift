@@ -56,6 +56,9 @@ enum StrataCommand {
             name: "replicate", synopsis: "replicate --from URL --data-dir DIR",
             summary: "a local copy of a server that follows its changes",
             run: ReplicateCommand.run),
+        Subcommand(
+            name: "generate", synopsis: "generate swift --model M --output DIR",
+            summary: "typed Swift for a model: a struct per entity", run: GenerateCommand.run),
     ]
 
     static var usage: String {
