@@ -86,6 +86,9 @@ let package = Package(
         .testTarget(name: "StrataTests", dependencies: ["Strata", "StrataTestSupport"]),
         .testTarget(name: "StrataCLITests", dependencies: ["StrataCLI"]),
         .testTarget(name: "StrataCodegenTests", dependencies: ["StrataCodegen", "Strata", "StrataTestSupport"]),
+        // The typed API over the example model: Generated/ holds what the generator makes of
+        // Examples/Library.xcdatamodel (a test keeps it equal to the generator's output).
+        .testTarget(name: "StrataTypedTests", dependencies: ["Strata", "StrataCodegen", "StrataTestSupport"]),
         .testTarget(
             name: "StrataServerTests", dependencies: ["StrataServer", "StrataHTTP", "Strata", "StrataTestSupport"]),
     ],

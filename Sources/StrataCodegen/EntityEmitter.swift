@@ -26,12 +26,17 @@ struct EntityEmitter {
         var fetched: [Named<FetchedPropertyDescription>] = []
         var ancestors: [Named<String>] = []
         var templates: [Named<FetchRequestTemplate>] = []
+        /// Per composite attribute (by model name): the name of the struct of its value.
+        var composites: [String: String] = [:]
     }
 
     /// Names every member: attributes, relationships, their helpers, fetched properties,
     /// conversions to ancestors, templates; each takes the first free name.
     func members() -> Members {
-        var names = MemberNames(alsoReserved: ["Swift", "Foundation", "FoundationEssentials", runtime])
+        // Module names would shadow `Swift.String` and the rest; entity type names would shadow the
+        // types in expressions (`Set.self`, `\Set.data`).
+        var names = MemberNames(
+            alsoReserved: Set(context.typeNames.values).union(["Swift", "Foundation", "FoundationEssentials", runtime]))
         var members = Members()
         for attribute in model.attributes(of: entity.name) {
             members.attributes.append(Named(item: attribute, swiftName: names.claim(attribute.name)))
@@ -55,6 +60,9 @@ struct EntityEmitter {
         for template in model.fetchRequestTemplates where template.entity == entity.name {
             members.templates.append(Named(item: template, swiftName: names.claim(template.name)))
         }
+        for attribute in members.attributes where attribute.item.isComposite {
+            members.composites[attribute.item.name] = names.claim(SwiftNames.capitalized(attribute.swiftName))
+        }
         return members
     }
 
@@ -65,7 +73,11 @@ struct EntityEmitter {
             emitBasics(members, into: &out)
             for attribute in members.attributes {
                 out.line("")
-                emitAttribute(attribute, into: &out)
+                if let composite = members.composites[attribute.item.name] {
+                    emitComposite(attribute, typeName: composite, into: &out)
+                } else {
+                    emitAttribute(attribute, into: &out)
+                }
             }
             for relationship in members.relationships {
                 out.line("")
@@ -159,6 +171,28 @@ struct EntityEmitter {
         }
     }
 
+    /// A composite attribute: a property of the struct of its value, and that struct.
+    private func emitComposite(_ named: Named<AttributeDescription>, typeName: String, into out: inout SwiftWriter) {
+        let attribute = named.item
+        let key = context.literal(attribute.name)
+        let json = "\(runtime).JSONValue"
+        out.doc(attributeDocumentation(attribute, derived: false))
+        out.block("\(access)var \(SwiftNames.escaped(named.swiftName)): \(typeName)\(attribute.isOptional ? "?" : "")")
+        {
+            out in
+            if attribute.isOptional {
+                out.line(
+                    "get { managedObject.typedValue(forKey: \(key), as: \(json).self).map(\(typeName).init(json:)) }")
+                out.line("nonmutating set { managedObject.setTypedValue(newValue?.json, forKey: \(key)) }")
+            } else {
+                out.line("get { \(typeName)(json: managedObject.typedValue(nonOptional: \(key), as: \(json).self)) }")
+                out.line("nonmutating set { managedObject.setTypedValue(newValue.json, forKey: \(key)) }")
+            }
+        }
+        out.line("")
+        CompositeEmitter(context: context, attribute: attribute, typeName: typeName).emit(into: &out)
+    }
+
     private func attributeDocumentation(_ attribute: AttributeDescription, derived: Bool) -> String {
         var lines: [String] = []
         if let documentation = attribute.documentation, !documentation.isEmpty { lines += [documentation, ""] }
@@ -168,7 +202,7 @@ struct EntityEmitter {
         if let derivation = attribute.derivation { summary += ", derived from `\(derivation)`" }
         lines.append(summary + ".")
         if attribute.isComposite {
-            lines.append("A composite attribute: a JSON object with one member per element.")
+            lines.append("A composite attribute: its value is a struct with one property per element.")
         }
         if derived { lines.append("Read-only: every save computes it.") }
         if !attribute.isOptional && attribute.defaultValue == nil && !derived {
@@ -204,16 +238,15 @@ struct EntityEmitter {
         out.doc("Adds `value` to `\(relationship.name)`\(end), keeping the inverse in step.")
         out.line("\(access)func \(add)(_ value: \(target)) { managedObject.addTypedObject(value, toKey: \(key)) }")
         out.doc("Adds `values` to `\(relationship.name)`\(end), keeping the inverses in step.")
-        out.block("\(access)func \(add)(_ values: \(collection))") { out in
-            out.line("for value in values { managedObject.addTypedObject(value, toKey: \(key)) }")
-        }
+        out.line(
+            "\(access)func \(add)(_ values: \(collection)) { managedObject.addTypedObjects(values, toKey: \(key)) }")
         out.doc("Removes `value` from `\(relationship.name)`, keeping the inverse in step.")
         out.line(
             "\(access)func \(remove)(_ value: \(target)) { managedObject.removeTypedObject(value, fromKey: \(key)) }")
         out.doc("Removes `values` from `\(relationship.name)`, keeping the inverses in step.")
-        out.block("\(access)func \(remove)(_ values: \(collection))") { out in
-            out.line("for value in values { managedObject.removeTypedObject(value, fromKey: \(key)) }")
-        }
+        out.line(
+            "\(access)func \(remove)(_ values: \(collection)) { managedObject.removeTypedObjects(values, fromKey: \(key)) }"
+        )
     }
 
     private func relationshipDocumentation(_ relationship: RelationshipDescription) -> String {

@@ -9,8 +9,10 @@
 /// - A property or function that would take the name of a member every generated type has
 ///   (``reservedMembers``: `managedObject`, `objectID`, `context`, `version`, `description`,
 ///   `hash`, `entityName`, `fetchRequest`, ...) gets a trailing `_` (`description_`), and so does
-///   one whose name another member of the same type took first (members are named in the order
-///   attributes, relationships, fetched properties, helpers, conversions, templates).
+///   one named like an entity's type or a module (`Set_` for an attribute `Set`: in an expression
+///   the member would hide the type), and one whose name another member of the same type took
+///   first (members are named in the order attributes, relationships, their helpers, fetched
+///   properties, conversions, templates).
 /// - An entity named like a module the generated code names (`Swift`, `Foundation`, the runtime
 ///   module) gets a trailing `_`. Entities named like Swift or Foundation types (`Data`, `Date`,
 ///   `URL`, `Set`, `Error`, `String`) keep their names: the generated code names every standard

@@ -145,7 +145,8 @@ private final class XMLTreeBuilder: NSObject, XMLParserDelegate {
 /// problem so one run reports them all.
 ///
 /// What is read: entities (`name`, `parentEntity`, `isAbstract`, `renamingIdentifier`, and the
-/// `resource` entry of the entity's own `userInfo`), attributes, relationships, fetched properties,
+/// `resource` and `access` entries of the entity's own `userInfo`; the `documentation` or
+/// `description` entry of any element's), attributes, relationships, fetched properties,
 /// uniqueness constraints, fetch indexes (and the older `indexed="YES"` and `compoundIndexes`),
 /// configurations and the model's `userDefinedModelVersionIdentifier`. Everything else (layout
 /// `elements`, other `userInfo` entries, `representedClassName`, `syncable`, `codeGenerationType`,
@@ -257,6 +258,7 @@ struct CoreDataModelReader {
         entity.isAbstract = flag(node, "isAbstract", absent: false, name, nil)
         entity.renamedFrom = Self.renamingIdentifier(node)
         entity.versionHashModifier = node["versionHashModifier"]
+        entity.documentation = Self.documentation(node)
         for child in node.children {
             switch child.name {
             case "attribute":
@@ -407,6 +409,7 @@ struct CoreDataModelReader {
             }
             attribute.defaultValue = value
         }
+        attribute.documentation = Self.documentation(node)
         return attribute
     }
 
@@ -442,6 +445,7 @@ struct CoreDataModelReader {
         attribute.renamedFrom = Self.renamingIdentifier(node)
         attribute.versionHashModifier = node["versionHashModifier"]
         attribute.coreData = coreDataInfo(node, "Composite", entity, name)
+        attribute.documentation = Self.documentation(node)
         return attribute
     }
 
@@ -566,6 +570,7 @@ struct CoreDataModelReader {
                     "unknown deletionRule '\(rule)' (known: Nullify, Cascade, Deny, No Action)")
             }
         }
+        relationship.documentation = Self.documentation(node)
         return relationship
     }
 
@@ -578,6 +583,18 @@ struct CoreDataModelReader {
             add(.missingValue, entity, name, "fetched property needs a <fetchRequest> with an 'entity'")
             return nil
         }
-        return FetchedPropertyDescription(name: name, entity: fetched, predicate: request["predicateString"] ?? "")
+        return FetchedPropertyDescription(
+            name: name, entity: fetched, predicate: request["predicateString"] ?? "",
+            documentation: Self.documentation(node))
+    }
+
+    /// The `documentation` (else `description`) entry of an element's own `userInfo`: what the
+    /// OpenAPI document and generated Swift show of it.
+    static func documentation(_ node: ModelXMLNode) -> String? {
+        let entries = node.children(named: "userInfo").flatMap { $0.children(named: "entry") }
+        for key in ["documentation", "description"] {
+            if let value = entries.last(where: { $0["key"] == key })?["value"], !value.isEmpty { return value }
+        }
+        return nil
     }
 }

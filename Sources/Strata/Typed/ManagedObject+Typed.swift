@@ -75,9 +75,18 @@ extension ManagedObject {
     /// there already), keeping the inverse in step.
     public func addTypedObject<Object: TypedObject>(_ object: Object, toKey key: String) {
         do {
-            let target = object.objectID
-            if try objectIDs(forKey: key).contains(target) { return }
             try add(object.managedObject, toKey: key)
+        } catch {
+            preconditionFailure("adding to \(entityName).\(key): \(error)")
+        }
+    }
+
+    /// Adds `objects` to to-many relationship `key` in one change (at the end, in their order,
+    /// when ordered; those there already stay where they are), keeping the inverses in step.
+    public func addTypedObjects<Objects: Sequence>(_ objects: Objects, toKey key: String)
+    where Objects.Element: TypedObject {
+        do {
+            try setObjectIDs(try objectIDs(forKey: key) + objects.map(\.objectID), forKey: key)
         } catch {
             preconditionFailure("adding to \(entityName).\(key): \(error)")
         }
@@ -90,6 +99,23 @@ extension ManagedObject {
         } catch {
             preconditionFailure("removing from \(entityName).\(key): \(error)")
         }
+    }
+
+    /// Removes `objects` from to-many relationship `key` in one change, keeping the inverses in step.
+    public func removeTypedObjects<Objects: Sequence>(_ objects: Objects, fromKey key: String)
+    where Objects.Element: TypedObject {
+        do {
+            let removed = Set(objects.map(\.objectID))
+            try setObjectIDs(try objectIDs(forKey: key).filter { !removed.contains($0) }, forKey: key)
+        } catch {
+            preconditionFailure("removing from \(entityName).\(key): \(error)")
+        }
+    }
+
+    /// Replaces the contents of to-many relationship `key` by the objects with `ids`.
+    private func setObjectIDs(_ ids: [ObjectID], forKey key: String) throws(ContextError) {
+        guard let context else { throw ContextError(.notFound, "the context of \(description) was released") }
+        try context.setToMany(storedID, key, ids)
     }
 
     /// Evaluates fetched property `name` (see ``ObjectContext/fetch(fetchedProperty:of:sortedBy:)``),

@@ -187,3 +187,28 @@ extension JSONValue: TypedAttributeValue {
     /// JSON null.
     public static var emptyValue: JSONValue { .null }
 }
+
+/// What generated composite structs call: an element's value read from, and written into, the
+/// JSON object a composite attribute holds (each element as its type writes it: a date as an
+/// RFC 3339 string, a decimal as a string, bytes as base64).
+extension JSONValue {
+    /// Element `name` of this composite value, of attribute type `type`; nil when it is missing,
+    /// null, or not of the type.
+    public func compositeElement<Value: TypedAttributeValue>(
+        _ name: String, _ type: AttributeType, as valueType: Value.Type = Value.self
+    ) -> Value? {
+        guard let member = objectValue?[name], let value = AttributeValue(json: member, as: type) else { return nil }
+        return Value(attributeValue: value)
+    }
+
+    /// Nested composite element `name` of this composite value; nil when it is missing or null.
+    public func compositeMember(_ name: String) -> JSONValue? {
+        guard let member = objectValue?[name], !member.isNull else { return nil }
+        return member
+    }
+
+    /// The JSON form of an element's value (null for nil).
+    public init<Value: TypedAttributeValue>(compositeElement value: Value?) {
+        self = value?.attributeValue.json ?? .null
+    }
+}

@@ -49,7 +49,10 @@ public struct TypedPredicate<Root: TypedObject>: Sendable, Hashable {
         .constant(value?.attributeValue ?? .null)
     }
 
-    static func term<Object: TypedObject>(_ object: Object?) -> PredicateTerm { .object(object?.objectID) }
+    /// An object's ID; nil as the parser reads `nil`, a null constant.
+    static func term<Object: TypedObject>(_ object: Object?) -> PredicateTerm {
+        object.map { .object($0.objectID) } ?? .constant(.null)
+    }
 
     /// Matches every object.
     public static var always: Self { Self(.always) }
