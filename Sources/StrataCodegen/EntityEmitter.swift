@@ -112,6 +112,9 @@ struct EntityEmitter {
             lines.append("A subentity of `\(parent)`: it declares the inherited properties as well.")
         }
         if entity.isAbstract { lines.append("Abstract: objects are inserted as one of its subentities.") }
+        lines.append(
+            "Not `Sendable`, as its managed object is not: it belongs to its context; pass `typedObjectID` "
+                + "to other contexts and tasks.")
         return lines.joined(separator: "\n")
     }
 

@@ -4,8 +4,8 @@ import StrataCodegen
 import StrataTestSupport
 import Testing
 
-/// Generated code type-checks with `swiftc -typecheck -swift-version 6 -warnings-as-errors`
-/// against the Strata module this build made: for every real Core Data model of the shared
+/// Generated code compiles with `swiftc -swift-version 6 -warnings-as-errors` (type checking and
+/// the mandatory SIL passes, see ``TypeChecker``) against the Strata module this build made: for every real Core Data model of the shared
 /// material, for the example models with code that uses the typed API, and for a model made of
 /// names that collide with Swift; and a misspelt property does not.
 @Suite struct GeneratedCodeCompilesTests {
@@ -123,6 +123,19 @@ import Testing
                     .sorted(by: \\.title).sorted(by: \\.year, ascending: false)
                     .limit(10))
         }
+
+        /// What crosses contexts and tasks: the typed ID, not the view.
+        func elsewhere(_ book: Book) async throws -> String {
+            let id = book.typedObjectID
+            let other = try require(book.context).newChildContext()
+            return try await other.perform { try other.object(with: id).title }
+        }
+
+        struct Missing: Error {}
+        func require<T>(_ value: T?) throws -> T {
+            guard let value else { throw Missing() }
+            return value
+        }
         """
 
     @Test(arguments: ["Library.json", "Library.xcdatamodel"])
@@ -150,6 +163,24 @@ import Testing
         let outcome = try Self.typeCheck(modelAt: Self.examples.appendingPathComponent("Library.json"), extra: misspelt)
         #expect(!outcome.succeeded)
         #expect(outcome.output.contains("value of type 'Book' has no member 'titel'"), "\(outcome.output)")
+    }
+
+    /// Views are not `Sendable`, as managed objects are not: Swift 6 refuses to send one to
+    /// another task while this one still uses it.
+    @Test func aViewCannotCrossIntoAnotherTask() throws {
+        let sending = """
+            import Strata
+
+            func use(_ context: ObjectContext) async {
+                let book = Book(context: context)
+                let task = Task.detached { _ = book.title }
+                book.title = "Kindred"
+                await task.value
+            }
+            """
+        let outcome = try Self.typeCheck(modelAt: Self.examples.appendingPathComponent("Library.json"), extra: sending)
+        #expect(!outcome.succeeded)
+        #expect(outcome.output.contains("risks causing data races"), "\(outcome.output)")
     }
 
     /// And a value of the wrong type, where the string API accepts any `AttributeValue` until run.

@@ -44,6 +44,7 @@ import Testing
         #expect(usage.output.split(separator: "\n").allSatisfy { $0.count <= 100 }, "\(usage.output)")
         for command in [
             "model", "serve", "health", "openapi", "diagram", "inspect", "migrate", "split", "import", "export",
+            "generate",
         ] {
             #expect(usage.output.contains("\n  \(command) "), "\(command)")
             let help = try Self.run([command, "--help"])

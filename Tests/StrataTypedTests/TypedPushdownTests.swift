@@ -83,4 +83,22 @@ import Testing
             #expect(fromTyped.titles == fromFormat.titles)
         }
     }
+
+    /// A generated template function builds the request the model's template gives.
+    @Test func templateRequestsEqualTheModelsTemplates() throws {
+        let example = try ObjectModel.example
+        let template = FetchRequestTemplate(
+            name: "recent", entity: "Book", predicate: "year > $YEAR AND title BEGINSWITH $prefix")
+        let model = try ObjectModel(
+            name: example.name, entities: example.entities, configurations: example.configurations,
+            fetchRequestTemplates: [template])
+        let variables: [String: PredicateArgument] = [
+            "YEAR": .value(Int32(1960).attributeValue), "prefix": .value(.string("K")),
+        ]
+        let typed = TypedFetchRequest<Book>(template: "recent", format: template.predicate, substituting: variables)
+        #expect(typed.request == (try model.fetchRequest(fromTemplate: "recent", substitutionVariables: variables)))
+        #expect(
+            TypedFetchRequest<Book>(template: "all", format: "", substituting: [:]).request
+                == Book.fetchRequest().request)
+    }
 }

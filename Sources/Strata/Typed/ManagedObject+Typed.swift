@@ -7,8 +7,12 @@ import Foundation
 /// on a related object of another context or entity. Those are mistakes in the program, as the
 /// same calls are in Core Data (which raises an exception); a value of the wrong type cannot occur,
 /// the property's type rules it out. Use the string API where such an error is to be handled.
+///
+/// The attribute accessors are `@inlinable`, so the generated code's calls are specialized for
+/// their types: a typed read is the string API's `object[key]` and one conversion.
 extension ManagedObject {
     /// The value of attribute `key`, or nil when it holds none.
+    @inlinable
     public func typedValue<Value: TypedAttributeValue>(forKey key: String, as type: Value.Type = Value.self)
         -> Value?
     {
@@ -17,6 +21,7 @@ extension ManagedObject {
 
     /// The value of non-optional attribute `key`, or the type's ``TypedAttributeValue/emptyValue``
     /// while it holds none.
+    @inlinable
     public func typedValue<Value: TypedAttributeValue>(nonOptional key: String, as type: Value.Type = Value.self)
         -> Value
     {
@@ -24,6 +29,7 @@ extension ManagedObject {
     }
 
     /// Sets attribute `key` (nil clears it); stops the program on a context error (see above).
+    @inlinable
     public func setTypedValue<Value: TypedAttributeValue>(_ value: Value?, forKey key: String) {
         do {
             try setValue(value?.attributeValue ?? .null, forKey: key)

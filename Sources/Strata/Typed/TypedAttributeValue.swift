@@ -28,55 +28,55 @@ public protocol TypedAttributeValue: Sendable, Hashable {
 
 extension String: TypedAttributeValue {
     /// The string of a `.string` value.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         guard case .string(let s) = attributeValue else { return nil }
         self = s
     }
     /// `.string`.
-    public var attributeValue: AttributeValue { .string(self) }
+    @inlinable public var attributeValue: AttributeValue { .string(self) }
     /// `""`.
     public static var emptyValue: String { "" }
 }
 
 extension Int16: TypedAttributeValue {
     /// The integer of an `.integer` value in range.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         guard case .integer(let i) = attributeValue, let value = Int16(exactly: i) else { return nil }
         self = value
     }
     /// `.integer`.
-    public var attributeValue: AttributeValue { .integer(Int64(self)) }
+    @inlinable public var attributeValue: AttributeValue { .integer(Int64(self)) }
     /// 0.
     public static var emptyValue: Int16 { 0 }
 }
 
 extension Int32: TypedAttributeValue {
     /// The integer of an `.integer` value in range.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         guard case .integer(let i) = attributeValue, let value = Int32(exactly: i) else { return nil }
         self = value
     }
     /// `.integer`.
-    public var attributeValue: AttributeValue { .integer(Int64(self)) }
+    @inlinable public var attributeValue: AttributeValue { .integer(Int64(self)) }
     /// 0.
     public static var emptyValue: Int32 { 0 }
 }
 
 extension Int64: TypedAttributeValue {
     /// The integer of an `.integer` value.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         guard case .integer(let i) = attributeValue else { return nil }
         self = i
     }
     /// `.integer`.
-    public var attributeValue: AttributeValue { .integer(self) }
+    @inlinable public var attributeValue: AttributeValue { .integer(self) }
     /// 0.
     public static var emptyValue: Int64 { 0 }
 }
 
 extension Double: TypedAttributeValue {
     /// The number of a `.double` (or `.integer`) value.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         switch attributeValue {
         case .double(let d): self = d
         case .integer(let i): self = Double(i)
@@ -84,26 +84,26 @@ extension Double: TypedAttributeValue {
         }
     }
     /// `.double`.
-    public var attributeValue: AttributeValue { .double(self) }
+    @inlinable public var attributeValue: AttributeValue { .double(self) }
     /// 0.
     public static var emptyValue: Double { 0 }
 }
 
 extension Float: TypedAttributeValue {
     /// The number of a `.double` (or `.integer`) value, rounded to a `Float`.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         guard let d = Double(attributeValue: attributeValue) else { return nil }
         self = Float(d)
     }
     /// `.double` (a float attribute keeps a `Double`).
-    public var attributeValue: AttributeValue { .double(Double(self)) }
+    @inlinable public var attributeValue: AttributeValue { .double(Double(self)) }
     /// 0.
     public static var emptyValue: Float { 0 }
 }
 
 extension Decimal: TypedAttributeValue {
     /// The number of a `.decimal` (or `.integer`) value.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         switch attributeValue {
         case .decimal(let d): self = d
         case .integer(let i): self = Decimal(i)
@@ -111,79 +111,79 @@ extension Decimal: TypedAttributeValue {
         }
     }
     /// `.decimal`.
-    public var attributeValue: AttributeValue { .decimal(self) }
+    @inlinable public var attributeValue: AttributeValue { .decimal(self) }
     /// 0.
     public static var emptyValue: Decimal { 0 }
 }
 
 extension Bool: TypedAttributeValue {
     /// The Boolean of a `.boolean` value.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         guard case .boolean(let b) = attributeValue else { return nil }
         self = b
     }
     /// `.boolean`.
-    public var attributeValue: AttributeValue { .boolean(self) }
+    @inlinable public var attributeValue: AttributeValue { .boolean(self) }
     /// false.
     public static var emptyValue: Bool { false }
 }
 
 extension Date: TypedAttributeValue {
     /// The date of a `.date` value.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         guard case .date(let d) = attributeValue else { return nil }
         self = d
     }
     /// `.date`.
-    public var attributeValue: AttributeValue { .date(self) }
+    @inlinable public var attributeValue: AttributeValue { .date(self) }
     /// 1970-01-01T00:00:00Z.
     public static var emptyValue: Date { Date(timeIntervalSince1970: 0) }
 }
 
 extension Data: TypedAttributeValue {
     /// The bytes of a `.binary` value.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         guard case .binary(let d) = attributeValue else { return nil }
         self = d
     }
     /// `.binary`.
-    public var attributeValue: AttributeValue { .binary(self) }
+    @inlinable public var attributeValue: AttributeValue { .binary(self) }
     /// No bytes.
     public static var emptyValue: Data { Data() }
 }
 
 extension UUID: TypedAttributeValue {
     /// The UUID of a `.uuid` value.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         guard case .uuid(let u) = attributeValue else { return nil }
         self = u
     }
     /// `.uuid`.
-    public var attributeValue: AttributeValue { .uuid(self) }
+    @inlinable public var attributeValue: AttributeValue { .uuid(self) }
     /// The nil UUID, 00000000-0000-0000-0000-000000000000.
     public static var emptyValue: UUID { UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
 }
 
 extension URL: TypedAttributeValue {
     /// The URL of a `.uri` value.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         guard case .uri(let s) = attributeValue, let url = URL(string: s) else { return nil }
         self = url
     }
     /// `.uri`, the URL's absolute text.
-    public var attributeValue: AttributeValue { .uri(absoluteString) }
+    @inlinable public var attributeValue: AttributeValue { .uri(absoluteString) }
     /// `about:blank`.
     public static var emptyValue: URL { URL(string: "about:blank")! }
 }
 
 extension JSONValue: TypedAttributeValue {
     /// The JSON of a `.json` value.
-    public init?(attributeValue: AttributeValue) {
+    @inlinable public init?(attributeValue: AttributeValue) {
         guard case .json(let j) = attributeValue else { return nil }
         self = j
     }
     /// `.json`; JSON null is `.null` (no value).
-    public var attributeValue: AttributeValue { isNull ? .null : .json(self) }
+    @inlinable public var attributeValue: AttributeValue { isNull ? .null : .json(self) }
     /// JSON null.
     public static var emptyValue: JSONValue { .null }
 }

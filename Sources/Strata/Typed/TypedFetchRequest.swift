@@ -85,7 +85,7 @@ public struct TypedFetchRequest<Root: TypedObject>: Sendable, Hashable {
 }
 
 extension ObjectContext {
-    /// The objects matching `request`, as views of its type (see ``fetch(_:)-(FetchRequest)``).
+    /// The objects matching `request`, as views of its type (see ``fetch(_:)->[ManagedObject]``).
     /// - Throws: `.invalidPredicate` for a key path that names no model property, and what the
     ///   untyped fetch throws.
     public func fetch<Root: TypedObject>(_ request: TypedFetchRequest<Root>) throws(ContextError) -> [Root] {
