@@ -66,6 +66,10 @@ func fetchBothWays(_ context: ObjectContext) throws {
             entityName: "Book", predicate: try FetchPredicate(format: "year > 1970"),
             sortDescriptors: [SortKey("title")]))
     print("typed and format-string fetches agree: \(recent.map(\.objectID) == strings.map(\.objectID))")
+    // Key-path filters combine, and a format string still narrows a typed request.
+    let both = try context.fetch(
+        Book.fetchRequest().filter(\.year > 1960 && \.title != "").filter(format: "title BEGINSWITH[c] %@", "k"))
+    print("typed and format filters together: \(both.map(\.title).joined(separator: ", "))")
 }
 
 /// A failure of the example itself.
