@@ -6,6 +6,7 @@ import Foundation
 import Strata
 
 /// The entity `Author` of the model `Library`, as a typed view of its managed objects.
+/// Not `Sendable`, as its managed object is not: it belongs to its context; pass `typedObjectID` to other contexts and tasks.
 internal struct Author: Strata.TypedObject {
     /// The model's name of the entity.
     internal static let entityName = "Author"
@@ -62,6 +63,7 @@ internal struct Author: Strata.TypedObject {
 }
 
 /// The entity `Book` of the model `Library`, as a typed view of its managed objects.
+/// Not `Sendable`, as its managed object is not: it belongs to its context; pass `typedObjectID` to other contexts and tasks.
 internal struct Book: Strata.TypedObject {
     /// The model's name of the entity.
     internal static let entityName = "Book"
@@ -209,6 +211,7 @@ internal struct Book: Strata.TypedObject {
 }
 
 /// The entity `Tag` of the model `Library`, as a typed view of its managed objects.
+/// Not `Sendable`, as its managed object is not: it belongs to its context; pass `typedObjectID` to other contexts and tasks.
 internal struct Tag: Strata.TypedObject {
     /// The model's name of the entity.
     internal static let entityName = "Tag"
@@ -251,6 +254,7 @@ internal struct Tag: Strata.TypedObject {
 }
 
 /// The entity `SearchLog` of the model `Library`, as a typed view of its managed objects.
+/// Not `Sendable`, as its managed object is not: it belongs to its context; pass `typedObjectID` to other contexts and tasks.
 internal struct SearchLog: Strata.TypedObject {
     /// The model's name of the entity.
     internal static let entityName = "SearchLog"
