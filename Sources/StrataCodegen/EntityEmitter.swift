@@ -127,7 +127,7 @@ struct EntityEmitter {
         out.doc("The model property behind each key path, for typed filters and sorts.")
         let keyed =
             members.attributes.map { ($0.swiftName, $0.item.name) }
-            + members.relationships.filter { !$0.item.isToMany }.map { ($0.swiftName, $0.item.name) }
+            + members.relationships.map { ($0.swiftName, $0.item.name) }
         if keyed.isEmpty {
             out.line("\(access)static let propertyNames = \(runtime).PropertyNames<\(typeName)>([:])")
         } else {

@@ -9,7 +9,7 @@ import Testing
 /// prepares for each.
 @Suite struct TypedPushdownTests {
     /// Pairs of a typed request and the format string it stands for.
-    static func pairs(author: Author) throws -> [(TypedFetchRequest<Book>, FetchRequest)] {
+    static func pairs(author: Author, tag: Tag) throws -> [(TypedFetchRequest<Book>, FetchRequest)] {
         func format(_ text: String, _ arguments: PredicateArgument..., sort: [SortKey] = []) throws -> FetchRequest {
             FetchRequest(
                 entityName: "Book", predicate: try FetchPredicate(format: text, arguments: arguments),
@@ -31,6 +31,7 @@ import Testing
             (books.filter(\.rating >= 3.5), try format("rating >= 3.5")),
             (books.filter(\.author == author), try format("author == %@", .object(author.objectID))),
             (books.filter(\.author == nil), try format("author == nil")),
+            (books.filter(.contains(\.tags, tag)), try format("ANY tags == %@", .object(tag.objectID))),
             (
                 books.filter(\.year > 1960).sorted(by: \.title).sorted(by: \.year, ascending: false),
                 try format("year > 1960", sort: [SortKey("title"), SortKey("year", ascending: false)])
@@ -48,7 +49,8 @@ import Testing
             model: try ObjectModel.example,
             stores: PersistentContainer.sqliteStores(for: try ObjectModel.example, in: folder.url))
         let author = Author(context: container.viewContext)
-        for (typed, format) in try Self.pairs(author: author) {
+        let tag = Tag(context: container.viewContext)
+        for (typed, format) in try Self.pairs(author: author, tag: tag) {
             #expect(typed.problems.isEmpty)
             #expect(typed.request == format, "\(typed.request.predicate.map { "\($0)" } ?? "-")")
         }
@@ -66,6 +68,9 @@ import Testing
         book.title = "Kindred"
         book.year = 1979
         book.author = author
+        let tag = Tag(context: context)
+        tag.name = "sf"
+        book.addToTags(tag)
         try context.save()
         let store = try #require(
             container.coordinator.stores.compactMap { $0 as? SQLiteStore }.first { $0.entityNames.contains("Book") })
@@ -75,7 +80,7 @@ import Testing
             let titles = try fetch().map(\.title)
             return (store.fetchSQL.withLock { $0.values.map(\.sql) }, titles)
         }
-        for (typed, format) in try Self.pairs(author: author) {
+        for (typed, format) in try Self.pairs(author: author, tag: tag) {
             let fromFormat = try sql { try context.fetch(format).compactMap(Book.init) }
             let fromTyped = try sql { try context.fetch(typed) }
             #expect(fromFormat.sql.count == 1, "\(format.predicate.map { "\($0)" } ?? "-"): \(fromFormat.sql)")

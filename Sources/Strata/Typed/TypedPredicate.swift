@@ -1,7 +1,8 @@
 import Foundation
 
 /// A filter over the objects of a generated type, built from its key paths:
-/// `\.year > 1960 && \.title != "Kindred"`, `.contains(\.title, "ind", options: .caseInsensitive)`.
+/// `\.year > 1960 && \.title != "Kindred"`, `.contains(\.title, "ind", options: .caseInsensitive)`,
+/// `\.author == author`, `.contains(\.tags, tag)`.
 ///
 /// It lowers to the ``FetchPredicate`` the equivalent format string parses to (`year > 1960`), so
 /// stores translate both to the same SQL. A key path that reads no generated property (a path
@@ -226,5 +227,21 @@ extension TypedPredicate {
         -> Self where Value: Comparable
     {
         comparing(keyPath, .between, .list([term(range.lowerBound), term(range.upperBound)]))
+    }
+
+    /// `ANY relationship == object`: to-many `keyPath` holds `object`.
+    public static func contains<Object: TypedObject>(_ keyPath: KeyPath<Root, Set<Object>>, _ object: Object) -> Self {
+        holding(keyPath, object)
+    }
+    /// `ANY relationship == object`: ordered to-many `keyPath` holds `object`.
+    public static func contains<Object: TypedObject>(_ keyPath: KeyPath<Root, [Object]>, _ object: Object) -> Self {
+        holding(keyPath, object)
+    }
+
+    private static func holding<Object: TypedObject>(_ keyPath: PartialKeyPath<Root>, _ object: Object) -> Self {
+        var problems: [String] = []
+        let name = name(of: keyPath, problems: &problems)
+        let comparison = Comparison(.keyPath(name), .equal, .object(object.objectID), modifier: .any)
+        return Self(.comparison(comparison), problems: problems)
     }
 }
