@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "strata-bench", targets: ["strata-bench"]),
         .library(name: "StrataCodegen", targets: ["StrataCodegen"]),
         .executable(name: "strata-codegen", targets: ["strata-codegen"]),
+        .plugin(name: "StrataModelPlugin", targets: ["StrataModelPlugin"]),
     ],
     targets: [
         .systemLibrary(
@@ -69,6 +70,9 @@ let package = Package(
         .target(name: "StrataCodegen", dependencies: ["Strata", "StrataCLI"]),
         // The generator alone, for the build-tool plugin: `strata-codegen --model PATH --output DIR`.
         .executableTarget(name: "strata-codegen", dependencies: ["StrataCodegen"]),
+        // The build-tool plugin: runs strata-codegen for every model (`.xcdatamodel`,
+        // `.xcdatamodeld`, `.strata.json`) in the sources of a target that applies it.
+        .plugin(name: "StrataModelPlugin", capability: .buildTool(), dependencies: ["strata-codegen"]),
         // The benchmark: wrk scripts, /proc readers, raw SQLite and libpq baselines, scratch clusters.
         // It runs strata (the scale scenarios' servers) and strata-ceiling from beside itself: as
         // dependencies they are built with it, their code not linked into it.
@@ -97,7 +101,8 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-for target in package.targets where target.type != .system {
+// Plugin targets take no Swift settings.
+for target in package.targets where target.type != .system && target.type != .plugin {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("MemberImportVisibility"))

@@ -171,6 +171,8 @@ enum BenchCommand {
         if settings.library {
             printError("bench: library scenarios (\(settings.objects) objects)…")
             try LibraryBench(folder: folder, objects: settings.objects).run(into: &table)
+            printError("bench: typed library scenarios (\(settings.objects) objects)…")
+            try TypedBench(folder: folder, objects: settings.objects).run(into: &table)
         }
         if settings.http, let wrk {
             printError("bench: HTTP scenarios (\(settings.duration) s each)…")
