@@ -8,8 +8,12 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends libsqlite3-dev libmicrohttpd-dev libpq-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# SwiftPM reads every target's folder when it loads the manifest: the test targets' and the
+# build-tool plugin's are copied too, though only the strata product is built.
 COPY Package.swift ./
 COPY Sources ./Sources
+COPY Plugins ./Plugins
+COPY Tests ./Tests
 RUN swift build -c release --static-swift-stdlib --product strata \
     && install -D -m 0755 .build/release/strata /out/strata
 
