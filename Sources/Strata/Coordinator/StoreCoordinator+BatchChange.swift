@@ -126,7 +126,9 @@ extension StoreCoordinator {
     /// read, the values checked, and one save writes them all, each update expecting the version
     /// read (so that a concurrent change is never overwritten unseen: the request is then planned
     /// again). Contexts are not told: ``ObjectContext/execute(_:)-(BatchUpdateRequest)`` does that.
-    /// - Parameter authorship: who saves, for the history.
+    /// - Parameters:
+    ///   - request: what to change, and what to answer.
+    ///   - authorship: who saves, for the history.
     /// - Throws: ``ContextError``: `.unknownProperty` or `.invalidValue` for a property it cannot
     ///   set, `.validation` for a broken rule, `.tooManyAffected`, `.invalidPredicate`, `.store`
     ///   (a uniqueness violation, say), `.conflict` when concurrent saves kept changing the objects.
@@ -169,7 +171,9 @@ extension StoreCoordinator {
     /// changes every object concerned, each expecting the version read (a concurrent change makes
     /// the request be planned again). Contexts are not told:
     /// ``ObjectContext/execute(_:)-(BatchDeleteRequest)`` does that.
-    /// - Parameter authorship: who saves, for the history.
+    /// - Parameters:
+    ///   - request: what to change, and what to answer.
+    ///   - authorship: who saves, for the history.
     /// - Throws: ``ContextError``: `.validation` for a deny rule (rule `.deny`) or a required or
     ///   counted inverse left broken, `.tooManyAffected`, `.invalidPredicate`, `.store`,
     ///   `.conflict` when concurrent saves kept changing the objects.

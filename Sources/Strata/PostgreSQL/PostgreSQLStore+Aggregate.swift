@@ -5,7 +5,7 @@ extension PostgreSQLStore {
     /// whole predicate (exact) and decimals are `numeric`; else grouped over the rows a fetch
     /// decides, in memory. Sums are exact (`sum` of `bigint` and `numeric` is `numeric`); strings,
     /// kept as `bytea`, take their extremes in byte order through their hex text. The having
-    /// predicate, order and window apply to the groups as in every store (``AggregatePlan/rows(_:)``).
+    /// predicate, order and window apply to the groups as in every store (`AggregatePlan.rows(_:)`).
     public func aggregate(_ request: AggregateRequest, model: ObjectModel) throws(StoreError) -> [AggregateRow] {
         let plan = try AggregatePlan(request, model: self.model)
         let filter = request.filter

@@ -4,8 +4,8 @@ extension SQLiteStore {
     /// The rows of an aggregate fetch, grouped in SQL (`GROUP BY` over the same FROM and WHERE as
     /// a fetch, which states every predicate): `count`, `min` and `max` by SQLite's own functions,
     /// integer and decimal sums and decimal extremes by exact functions of Strata's
-    /// (``SQLiteFunctions/registerAggregates(on:)``). The having predicate, order and window apply
-    /// to the groups as in every store (``AggregatePlan/rows(_:)``).
+    /// (`SQLiteFunctions.registerAggregates(on:)`). The having predicate, order and window apply
+    /// to the groups as in every store (`AggregatePlan.rows(_:)`).
     public func aggregate(_ request: AggregateRequest, model: ObjectModel) throws(StoreError) -> [AggregateRow] {
         let plan = try AggregatePlan(request, model: self.model)
         let (_, from, arguments) = try selection(request.filter)
