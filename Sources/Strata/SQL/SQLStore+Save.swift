@@ -12,9 +12,12 @@ extension SQLStore {
         var versions: [ObjectID: Int64] = [:]
         versions.reserveCapacity(changes.inserts.count + changes.updates.count)
         try insertRows(changes.inserts, &versions, c)
-        for update in changes.updates {
-            try writeUpdate(update, c)
-            versions[update.id] = (current[update.id] ?? 0) + 1
+        var next = changes.updates.startIndex
+        while next < changes.updates.endIndex {
+            let run = Self.sameUpdates(changes.updates, from: next)
+            try writeUpdates(changes.updates[run], c)
+            for update in changes.updates[run] { versions[update.id] = (current[update.id] ?? 0) + 1 }
+            next = run.upperBound
         }
         try writeToMany(changes, c)
         let recording = options.recordsHistory && !changes.isEmpty
@@ -48,8 +51,24 @@ extension SQLStore {
         }
     }
 
-    /// Updates one object's attributes and to-one relationships and raises its version.
-    private func writeUpdate(_ update: StoreUpdate, _ c: Connection) throws {
+    /// The run of updates from `start` that set the same values on objects of one entity (a
+    /// batch update's, or objects a save changed alike), at most 500: one statement writes them.
+    private static func sameUpdates(_ updates: [StoreUpdate], from start: Int) -> Range<Int> {
+        let first = updates[start]
+        var end = start + 1
+        while end < updates.count, end - start < 500 {
+            let update = updates[end]
+            guard update.id.home === first.id.home, update.attributes == first.attributes, update.toOne == first.toOne
+            else { break }
+            end += 1
+        }
+        return start..<end
+    }
+
+    /// Updates the attributes and to-one relationships of `updates`, which set the same values on
+    /// objects of one entity, and raises their versions: one statement for all.
+    private func writeUpdates(_ updates: ArraySlice<StoreUpdate>, _ c: Connection) throws {
+        let update = updates[updates.startIndex]
         let entity = update.id.entityName
         let table = try table(for: update.id)
         var arguments = SQLArguments(dialect)
@@ -72,9 +91,10 @@ extension SQLStore {
             assignments.append("\(dialect.quote(name)) = \(arguments.add(key))")
         }
         assignments.append("\"_version\" = \"_version\" + 1")
-        let key = arguments.add(Dialect.integer(update.id.primaryKey!))
+        let keys = updates.map { arguments.add(Dialect.integer($0.id.primaryKey!)) }
+        let condition = keys.count == 1 ? "= \(keys[0])" : "IN (\(keys.joined(separator: ", ")))"
         try write(
-            "UPDATE \(dialect.table(table.name)) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = \(key)",
+            "UPDATE \(dialect.table(table.name)) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" \(condition)",
             arguments.values, entity: entity, c)
     }
 
