@@ -57,10 +57,36 @@ import time
 POLICIES = ["server-wins", "local-wins", "merge-by-property"]
 
 
+def port_range():
+    """Ports below the kernel's ephemeral range: the kernel never hands them out by itself."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return range(max(1024, low - 12000), low)
+
+
+PORTS = port_range()
+next_port = [random.randrange(len(PORTS))]
+port_lock = threading.Lock()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port this harness hands out once: a killed server restarts on its port, so no other
+    process, schedule or outgoing connection may take that port meanwhile (a port of the kernel's
+    ephemeral range could be)."""
+    with port_lock:
+        for _ in range(len(PORTS)):
+            port = PORTS[next_port[0] % len(PORTS)]
+            next_port[0] += 1
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
+    raise RuntimeError("no free port")
 
 
 def request(port, method, path, body=None, timeout=10):
