@@ -12,11 +12,18 @@ edit a few shared authors and books from every side, and delete some of what the
 After the schedule every proxy comes back online, every replica runs again, and within a time
 limit:
   - every replica serves exactly the server's authors, books and tags (attributes and
-    relationships; versions are each store's own);
-  - no author name appears twice on the server (no write applied twice);
-  - every author whose creation was acknowledged (by the server or a replica) and that no writer
-    deleted is on the server (no acknowledged write lost);
-  - every replica's outbox is empty (its store's local history is all acknowledged).
+    relationships), and holds per object the server's version (its StrataSyncRecord's
+    serverVersion equals the server's `_version`; the `_version` a replica serves is its own
+    store's);
+  - no author name and no book title appears twice on the server (no write applied twice);
+  - every author and book whose creation was acknowledged (by the server or a replica) is on the
+    server unless a writer deleted it (a book also when a writer deleted its author, whose delete
+    cascades), or the replica that acknowledged it reported losing it: `strata replicate` prints a
+    line per conflict it settles ("... (the local change lost)") and per local transaction the
+    server refuses, and the acknowledged creations a replica lost are at most the losses it
+    reported;
+  - every replica's outbox is empty (its store's local history is all acknowledged, no `_batch`
+    in flight, no key being replaced).
 
 With --postgresql (run under Debian's pg_virtualenv, or with PGHOST, PGPORT, PGUSER, PGPASSWORD and
 PGDATABASE set), the server's Catalog store (authors, books, tags) lives in PostgreSQL, one schema
@@ -24,15 +31,20 @@ per schedule; --servers 2 runs two servers over that same store (each with its o
 store), the replicas following one or the other, the writers writing through both.
 
 Usage: scripts/sync-convergence.py [--binary .build/debug/strata] [--schedules 5] [--steps 150]
-                                   [--seed N] [--kill-server] [--postgresql [--servers 2]]
-The seed of each schedule is printed; a failure names it. Exits 1 on failure.
+                                   [--seed N] [--kill-server] [--postgresql [--servers 2]] [--jobs N]
+Schedule k runs with seed N+k (N random unless given); each schedule's seed is printed, a failed
+one keeps its data folder and is named again in the last line. --jobs runs that many schedules at
+once (each with its own processes, ports and folder). Exits 1 on failure.
 """
 
 import argparse
+import concurrent.futures
 import http.client
 import json
 import os
 import random
+import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -45,10 +57,36 @@ import time
 POLICIES = ["server-wins", "local-wins", "merge-by-property"]
 
 
+def port_range():
+    """Ports below the kernel's ephemeral range: the kernel never hands them out by itself."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return range(max(1024, low - 12000), low)
+
+
+PORTS = port_range()
+next_port = [random.randrange(len(PORTS))]
+port_lock = threading.Lock()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port this harness hands out once: a killed server restarts on its port, so no other
+    process, schedule or outgoing connection may take that port meanwhile (a port of the kernel's
+    ephemeral range could be)."""
+    with port_lock:
+        for _ in range(len(PORTS)):
+            port = PORTS[next_port[0] % len(PORTS)]
+            next_port[0] += 1
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
+    raise RuntimeError("no free port")
 
 
 def request(port, method, path, body=None, timeout=10):
@@ -166,15 +204,18 @@ class Node:
         return False
 
 
-def objects(port, resource):
-    """The objects of a resource by id, without versions; None when the read fails."""
+def objects(port, resource, versions=None):
+    """The objects of a resource by id, without versions (put in `versions` by id when given); None
+    when the read fails."""
     status, body = request(port, "GET", f"/{resource}?limit=1000")
     if status != 200:
         return None
     result = {}
     for item in body["items"]:
         item = dict(item)
-        item.pop("_version", None)
+        version = item.pop("_version", None)
+        if versions is not None:
+            versions[item["_id"]] = version
         for key, value in item.items():
             if isinstance(value, list):
                 item[key] = sorted(value)
@@ -182,16 +223,52 @@ def objects(port, resource):
     return result
 
 
+def replica_store(folder):
+    return sqlite3.connect(f"file:{os.path.join(folder, 'default.sqlite')}?mode=ro", uri=True, timeout=10)
+
+
 def outbox_size(folder):
-    """The local transactions a replica's store has not had acknowledged."""
-    db = sqlite3.connect(f"file:{os.path.join(folder, 'default.sqlite')}?mode=ro", uri=True, timeout=10)
+    """The local transactions a replica's store has not had acknowledged, plus one for a `_batch`
+    still in flight or keys still being replaced."""
+    db = replica_store(folder)
     try:
-        pushed = db.execute('SELECT "pushedThrough" FROM "StrataSyncState"').fetchone()[0]
-        return db.execute(
+        pushed, in_flight, rekeying = db.execute(
+            'SELECT "pushedThrough", "inFlight", "rekeying" FROM "StrataSyncState"').fetchone()
+        waiting = db.execute(
             "SELECT count(*) FROM _strata_history WHERE number > ? AND coalesce(author, '') != 'strata-sync'",
             (pushed,)).fetchone()[0]
+        return waiting + (in_flight is not None) + (rekeying is not None)
     finally:
         db.close()
+
+
+def server_versions(folder):
+    """The server version a replica keeps per object: {(entity, server key): version}."""
+    db = replica_store(folder)
+    try:
+        rows = db.execute('SELECT "entity", "key", "serverVersion" FROM "StrataSyncRecord"').fetchall()
+        return {(entity, key): version for entity, key, version in rows}
+    finally:
+        db.close()
+
+
+ENTITIES = {"authors": "Author", "books": "Book", "tags": "Tag"}
+LOSS = re.compile(r"strata replicate: (conflict: .*\(the local change lost\)|the server refused local transaction)")
+
+
+def reported_losses(folder):
+    """How many local changes a replica reported losing: the lines `strata replicate` printed
+    (conflicts lost, transactions refused), or, when a kill -9 came before a line was printed, its
+    store's record of each refused transaction (a local transaction of its own, labelled
+    "rejected", committed with the settlement)."""
+    with open(os.path.join(folder, "process.log"), "rb") as log:
+        printed = sum(1 for line in log.read().decode("utf-8", "replace").splitlines() if LOSS.search(line))
+    db = replica_store(folder)
+    try:
+        refused = db.execute("SELECT count(*) FROM _strata_history WHERE context = 'rejected'").fetchone()[0]
+    finally:
+        db.close()
+    return max(printed, refused)
 
 
 class Schedule:
@@ -208,6 +285,8 @@ class Schedule:
         self.folder = tempfile.mkdtemp(prefix="strata-sync-convergence-")
         self.created = set()  # author names whose creation was acknowledged
         self.deleted = set()  # author names a writer deleted (acknowledged or not)
+        self.books = {}  # book title whose creation was acknowledged -> its author's name
+        self.acknowledged_by = {}  # author name or book title -> the replica that acknowledged it
         self.counter = 0
         self.problems = []
         self.writes = {}
@@ -223,7 +302,10 @@ class Schedule:
             if self.postgresql:
                 e = os.environ
                 base = f"postgresql://{e['PGUSER']}@{e['PGHOST']}:{e['PGPORT']}/{e['PGDATABASE']}"
-                arguments += ["--store", f"Catalog={base}?schema={schema}"]
+                # A small pool and a patient connect: several schedules at once (--jobs), each with
+                # its servers killed and restarted, stay within the cluster's connections on a
+                # loaded machine.
+                arguments += ["--store", f"Catalog={base}?schema={schema}&pool=4&connect_timeout=30"]
             node = Node(arguments, origin_folder, port)
             node.start()
             if not node.wait_ready("/ready"):
@@ -245,16 +327,20 @@ class Schedule:
                          "--policy", f"*={POLICIES[index]}"], folder, replica_port)
             node.proxy = proxy
             node.start()
+            self.replicas.append(node)
+        # The replicas seed at once; each must then serve its copy.
+        for index, node in enumerate(self.replicas):
             if not node.wait_ready("/authors"):
                 raise RuntimeError(f"replica {index} did not start")
-            self.replicas.append(node)
 
-    def create_author(self, port):
+    def create_author(self, port, replica=None):
         self.counter += 1
         name = f"author-{self.seed}-{self.counter}"
         status, body = request(port, "POST", "/authors", {"name": name})
         if status == 201:
             self.created.add(name)
+            if replica is not None:
+                self.acknowledged_by[name] = replica
             return body["_id"]
         return None
 
@@ -272,9 +358,10 @@ class Schedule:
         node = self.rng.choice(targets)
         port = node.port
         side = "server" if node in self.origins else "replicas"
+        replica = self.replicas.index(node) if node in self.replicas else None
         choice = self.rng.random()
         if choice < 0.3:
-            self.create_author(port)
+            self.create_author(port, replica)
             return
         authors = objects(port, "authors")
         if not authors:
@@ -286,8 +373,13 @@ class Schedule:
         elif choice < 0.75:
             author = self.rng.choice(sorted(authors))
             self.counter += 1
-            self.send(side, port, "POST", "/books", {"title": f"book-{self.seed}-{self.counter}", "author": author,
-                                             "pages": self.rng.randrange(1, 500)})
+            title = f"book-{self.seed}-{self.counter}"
+            status, _ = self.send(side, port, "POST", "/books", {"title": title, "author": author,
+                                                                  "pages": self.rng.randrange(1, 500)})
+            if status == 201:
+                self.books[title] = authors[author]["name"]
+                if replica is not None:
+                    self.acknowledged_by[title] = replica
         elif choice < 0.9:
             books = objects(port, "books")
             if books:
@@ -342,7 +434,8 @@ class Schedule:
             origin.wait_ready("/ready")
 
     def converged(self):
-        server = {r: objects(self.origin.port, r) for r in ("authors", "books", "tags")}
+        versions = {}
+        server = {r: objects(self.origin.port, r, versions.setdefault(r, {})) for r in ENTITIES}
         if any(v is None for v in server.values()):
             return False, "the server does not answer"
         for index, replica in enumerate(self.replicas):
@@ -357,6 +450,14 @@ class Schedule:
             waiting = outbox_size(replica.folder)
             if waiting:
                 return False, f"replica {index}: {waiting} local transactions not acknowledged"
+            kept = server_versions(replica.folder)
+            for resource, by_id in versions.items():
+                wrong = sorted(i for i, v in by_id.items() if kept.get((ENTITIES[resource], i)) != v)
+                if wrong:
+                    found = [kept.get((ENTITIES[resource], i)) for i in wrong[:5]]
+                    expected = [by_id[i] for i in wrong[:5]]
+                    return False, (f"replica {index} {resource}: server versions {found} kept for {wrong[:5]}, "
+                                   f"the server has {expected}")
         return True, ""
 
     def check(self, timeout):
@@ -370,12 +471,22 @@ class Schedule:
         else:
             self.problems.append(f"not converged within {timeout} s: {reason}")
         names = [a["name"] for a in (objects(self.origin.port, "authors") or {}).values()]
-        doubled = sorted({n for n in names if names.count(n) > 1})
-        if doubled:
-            self.problems.append(f"authors created twice: {doubled[:5]}")
+        titles = [b["title"] for b in (objects(self.origin.port, "books") or {}).values()]
+        for kind, values in (("authors", names), ("books", titles)):
+            doubled = sorted({n for n in values if values.count(n) > 1})
+            if doubled:
+                self.problems.append(f"{kind} created twice: {doubled[:5]}")
         lost = sorted(self.created - self.deleted - set(names))
-        if lost:
-            self.problems.append(f"acknowledged authors lost: {lost[:5]}")
+        lost += sorted(t for t, author in self.books.items() if author not in self.deleted and t not in titles)
+        # A creation a replica acknowledged may have lost a conflict or been refused there
+        # (reported); one the server acknowledged never may.
+        unexplained = [item for item in lost if item not in self.acknowledged_by]
+        for index, replica in enumerate(self.replicas):
+            mine = [item for item in lost if self.acknowledged_by.get(item) == index]
+            if len(mine) > reported_losses(replica.folder):
+                unexplained += mine
+        if unexplained:
+            self.problems.append(f"acknowledged creations lost: {unexplained[:5]}")
 
     def stop(self):
         for node in getattr(self, "replicas", []) + getattr(self, "origins", []):
@@ -397,10 +508,13 @@ def main():
     parser.add_argument("--servers", type=int, default=1, help="servers over the PostgreSQL store (with --postgresql)")
     parser.add_argument("--postgresql", action="store_true",
                         help="the server's Catalog store in PostgreSQL (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE)")
+    parser.add_argument("--jobs", type=int, default=1, help="schedules run at once")
     arguments = parser.parse_args()
     first = arguments.seed if arguments.seed is not None else random.randrange(1 << 32)
-    failures = 0
-    for number in range(arguments.schedules):
+    failures = []
+    lock = threading.Lock()
+
+    def run(number):
         seed = first + number
         schedule = Schedule(os.path.abspath(arguments.binary), seed, arguments.steps, arguments.kill_server,
                             arguments.postgresql, arguments.servers if arguments.postgresql else 1)
@@ -414,18 +528,27 @@ def main():
         finally:
             schedule.stop()
         seconds = time.time() - started
-        if schedule.problems:
-            failures += 1
-            print(f"schedule seed {seed}: FAILED in {seconds:.1f} s (data in {schedule.folder})")
-            for problem in schedule.problems:
-                print(f"  {problem}")
-        else:
-            writes = ", ".join(f"{count} {kind}" for kind, count in sorted(schedule.writes.items()))
-            print(f"schedule seed {seed}: converged in {seconds:.1f} s; {len(schedule.created)} authors created, "
-                  f"other writes: {writes}")
-    print(f"sync convergence: {arguments.schedules} schedules, {failures} failures (first seed {first})")
-    return 1 if failures else 0
+        with lock:
+            if schedule.problems:
+                failures.append(seed)
+                print(f"schedule seed {seed}: FAILED in {seconds:.1f} s (data in {schedule.folder})")
+                for problem in schedule.problems:
+                    print(f"  {problem}")
+            else:
+                writes = ", ".join(f"{count} {kind}" for kind, count in sorted(schedule.writes.items()))
+                print(f"schedule seed {seed}: converged in {seconds:.1f} s; {len(schedule.created)} authors created, "
+                      f"other writes: {writes}")
+            sys.stdout.flush()
+        if not schedule.problems:
+            shutil.rmtree(schedule.folder, ignore_errors=True)
 
+    started = time.time()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, arguments.jobs)) as pool:
+        list(pool.map(run, range(arguments.schedules)))
+    failed = "" if not failures else f"; failed seeds: {' '.join(map(str, sorted(failures)))}"
+    print(f"sync convergence: {arguments.schedules} schedules, {len(failures)} failures (first seed {first}) "
+          f"in {time.time() - started:.0f} s{failed}")
+    return 1 if failures else 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -73,23 +73,30 @@ extension Replica {
             write.state = state
             try commit(write, "rekeying")
         }
-        // References among the moved objects follow them too.
+        // References among the moved objects follow them too, as do references to local keys
+        // moved earlier (a local save between an earlier capture and its delete may have
+        // pointed at the old key).
         var moved: [String: Int64] = [:]
         for rekey in rekeys { moved[objectKey(rekey.entity, rekey.from)] = rekey.to }
-        func follow(_ id: ObjectID) -> ObjectID {
-            guard let key = id.primaryKey, let to = moved[objectKey(id.entityName, key)] else { return id }
-            return id.withPrimaryKey(to)
+        func follow(_ id: ObjectID) throws -> ObjectID {
+            guard let key = id.primaryKey else { return id }
+            if let to = moved[objectKey(id.entityName, key)] { return id.withPrimaryKey(to) }
+            guard key >= SyncSchema.localKeyBase, try store.row(for: id) == nil,
+                let alias = try record(id.entityName, key)?.alias
+            else { return id }
+            return id.withPrimaryKey(alias)
         }
         var write = LocalWrite()
         for rekey in rekeys {
             guard let captured = rekey.captured else { continue }
             let id = localID(rekey.entity, rekey.to)
             var values = try restore(captured, entity: rekey.entity)
-            values.toOne = values.toOne.mapValues { $0.map(follow) }
-            values.toMany = values.toMany.mapValues { $0.map(follow) }
+            values.toOne = try values.toOne.mapValues { try $0.map(follow) }
+            values.toMany = try values.toMany.mapValues { try $0.map(follow) }
             write.put(id, values, exists: try store.row(for: id) != nil)
-            for referrer in captured.referrers {
-                let source = follow(localID(referrer.entity, referrer.key))
+            let late = try referrers(of: localID(rekey.entity, rekey.from))
+            for referrer in Set(captured.referrers).union(late) {
+                let source = try follow(localID(referrer.entity, referrer.key))
                 if let inserted = write.inserts[source] {
                     var row = inserted
                     row.toOne[referrer.relationship] = id
@@ -110,6 +117,22 @@ extension Replica {
         state.rekeying = nil
         write.state = state
         try commit(write, "rekeyed")
+    }
+
+    /// The objects whose to-one relationships still point at `id` (removed by the first step of
+    /// a rekeying): a local save may have pointed one at it after its referrers were captured.
+    private func referrers(of id: ObjectID) throws -> [CapturedObject.Referrer] {
+        var found: [CapturedObject.Referrer] = []
+        for relationship in configuration.model.relationships(of: id.entityName) where relationship.isToMany {
+            guard let inverse = configuration.model.inverse(of: relationship.name, of: id.entityName),
+                !inverse.isToMany
+            else { continue }
+            for source in try store.relatedIDs(of: id, relationship: relationship.name) {
+                guard let key = source.primaryKey else { continue }
+                found.append(.init(entity: source.entityName, key: key, relationship: inverse.name))
+            }
+        }
+        return found
     }
 
     /// `row`'s values and the to-one references into it, in JSON form.

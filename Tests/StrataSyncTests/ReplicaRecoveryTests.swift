@@ -43,6 +43,48 @@ import Testing
         #expect(try fixture.serverObjects("Book").count == 1)
     }
 
+    @Test func aSaveThatPointsAtAKeyBeingReplacedFollowsIt() throws {
+        let fixture = try SyncFixture()
+        // A local save that lands after the rekeying captured the old object's referrers and
+        // removed it, pointing at the old local key (as a save racing the rekeying does).
+        let late = Locked<Replica?>(nil)
+        let replica = try fixture.replica { configuration in
+            configuration.onChange = { _ in
+                guard
+                    let replica = late.withLock({ value in
+                        defer { value = nil }; return value
+                    })
+                else { return }
+                let identifier = replica.coordinator.stores[0].identifier
+                let old = ObjectID(store: identifier, entity: "Author", primaryKey: SyncSchema.localKeyBase)
+                var values = ObjectValues()
+                values.attributes["title"] = .string("Late")
+                values.toOne["author"] = .some(old)
+                var write = LocalWrite()
+                write.put(ObjectID(store: identifier, entity: "Book", primaryKey: 7), values, exists: false)
+                try? replica.commit(write, "late save")
+            }
+        }
+        try replica.synchronize()
+        let context = ObjectContext(coordinator: replica.coordinator)
+        let zed = try context.insert("Author", values: ["name": .string("Zed")])
+        try context.save()
+        #expect(zed.objectID.primaryKey == SyncSchema.localKeyBase)
+        let transaction = try #require(try replica.outbox(limit: 1).first)
+        let plan = try replica.makePlan(
+            transaction, attempt: 0, overrides: [:], replicaID: try replica.state().replicaID)
+        let answer = try replica.http.send(
+            "POST", "/_batch", json: plan.batchBody, headers: ["Idempotency-Key": plan.key])
+        try replica.acknowledge(transaction, plan, results: answer.json.objectValue?["results"]?.arrayValue ?? [])
+        late.withLock { $0 = replica }
+        try replica.finishRekeying()
+
+        let server = try #require(
+            fixture.serverObjects("Author").first { $0.value.objectValue?["name"] == .string("Zed") })
+        let book = try #require(try SyncFixture.localObjects(replica, "Book")[7]?.objectValue)
+        #expect(book["author"] == .integer(server.key))
+    }
+
     @Test func expiredHistorySeedsAgainKeepingUnsentChanges() throws {
         let fixture = try SyncFixture()
         let ann = try fixture.create("/authors", #"{"name": "Ann"}"#)
