@@ -225,4 +225,35 @@ import Testing
             #expect(steps == Array(stride(from: (initial[id] ?? 0) + 1, through: last, by: 1)))
         }
     }
+
+    /// An entity with no attribute a patch can set (as `Marker` in Tests/Fixtures/CoreData/
+    /// Leniency.xcdatamodel): every batch `PATCH` body would be refused, so the collection takes
+    /// no `PATCH` (405 naming what it allows, in `_batch` too) and the document offers none; it
+    /// still takes a batch `DELETE`.
+    @Test func aCollectionWithNothingToSetTakesNoBatchPatch() throws {
+        let json = #"""
+            {"name": "Markers", "entities": [
+              {"name": "Marker", "attributes": [], "relationships": []},
+              {"name": "Note", "attributes": [{"name": "text", "type": "string", "optional": true}], "relationships": []}
+            ]}
+            """#
+        let fixture = try ServerFixture(model: try ObjectModel.load(json: Array(json.utf8)))
+        let client = fixture.client
+        #expect(try client.send("POST", "/markers", json: "{}").status == 201)
+        let patch = try client.send("PATCH", "/markers?where=TRUEPREDICATE", json: "{}")
+        #expect(patch.status == 405)
+        #expect(patch.header("Allow")?.contains("PATCH") == false)
+        #expect(patch.header("Allow")?.contains("DELETE") == true)
+        let batch = try client.send(
+            "POST", "/_batch",
+            json: #"{"operations": [{"method": "PATCH", "path": "/markers?where=TRUEPREDICATE", "body": {}}]}"#)
+        #expect(batch.status == 405)
+        let document = try client.send("GET", "/openapi.json").json.objectValue?["paths"]?.objectValue
+        #expect(document?["/markers"]?.objectValue?["patch"] == nil)
+        #expect(document?["/markers"]?.objectValue?["delete"] != nil)
+        #expect(document?["/notes"]?.objectValue?["patch"] != nil)
+        let delete = try client.send("DELETE", "/markers?where=TRUEPREDICATE")
+        #expect(delete.status == 200)
+        #expect(Self.count(delete) == 1)
+    }
 }

@@ -73,7 +73,9 @@ extension OpenAPIBuilder {
                 batchResponses(entity, "The number of matched \(name) objects (and, asked for, them as they were).")
             ),
         ])
-        return [("patch", update), ("delete", delete)]
+        // With no attribute to set, every patch body is refused: the server answers 405 (see
+        // `RESTService.allowed(_:)`), and the document offers no operation that can only fail.
+        return attributes.isEmpty ? [("delete", delete)] : [("patch", update), ("delete", delete)]
     }
 
     /// The `Prefer` header of a batch change.

@@ -101,6 +101,10 @@ extension RESTService {
         if method != "GET", isReadOnly(route) {
             throw Problem.methodNotAllowed(method, allowed: allowed(route))
         }
+        // A batch PATCH of a collection whose entity has no attribute to set, as outside a batch.
+        if method == "PATCH", case .collection = route, !allowed(route).contains(method) {
+            throw Problem.methodNotAllowed(method, allowed: allowed(route))
+        }
         if method == "POST", createsAbstract(route) { throw abstractCreate(method, route) }
         switch (method, route) {
         case ("POST", .collection(let entity)):

@@ -297,11 +297,22 @@ public final class RESTService: Sendable {
     }
 
     /// The methods `route` accepts: only reads for a read-only entity; reads and batch changes (no
-    /// POST) for an abstract entity's collection; none for an abstract entity's `_bulk`.
+    /// POST) for an abstract entity's collection; none for an abstract entity's `_bulk`; no batch
+    /// `PATCH` of a collection whose entity has no attribute a patch can set (every body would
+    /// be refused).
     func allowed(_ route: Route) -> [String] {
         if case .bulk = route, createsAbstract(route) { return [] }
         if isReadOnly(route) { return ["GET", "HEAD"] }
-        return createsAbstract(route) ? ["GET", "HEAD", "PATCH", "DELETE"] : route.allowed
+        let methods = createsAbstract(route) ? ["GET", "HEAD", "PATCH", "DELETE"] : route.allowed
+        if case .collection(let entity) = route, !Self.hasSettableAttributes(entity, model: model) {
+            return methods.filter { $0 != "PATCH" }
+        }
+        return methods
+    }
+
+    /// Whether `entity` has an attribute a batch `PATCH` can set (one that is not derived).
+    static func hasSettableAttributes(_ entity: String, model: ObjectModel) -> Bool {
+        model.attributes(of: entity).contains { !model.isDerived($0.name, of: entity) }
     }
 
     /// Answers one request without blocking the calling thread: a write to a collection or an
