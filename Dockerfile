@@ -5,7 +5,7 @@
 # copied into the runtime stage.
 FROM swift:6.0-bookworm AS build
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libsqlite3-dev libmicrohttpd-dev libpq-dev pkg-config \
+    && apt-get install -y --no-install-recommends libsqlite3-dev libmicrohttpd-dev libpq-dev libcurl4-openssl-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # SwiftPM reads every target's folder when it loads the manifest: the test targets' and the
@@ -19,11 +19,11 @@ RUN swift build -c release --static-swift-stdlib --product strata \
 
 # Runtime stage: only the shared libraries the binary links (see scripts/check-container):
 # SQLite, libmicrohttpd (with GnuTLS, which it depends on, for --tls-cert), libpq (PostgreSQL
-# stores), and libxml2 (Foundation's XML parser reads Core
-# Data .xcdatamodel files).
+# stores), libxml2 (Foundation's XML parser reads Core Data .xcdatamodel files), and libcurl
+# (Foundation's URLSession, through which `strata replicate` talks to the server it follows).
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libsqlite3-0 libmicrohttpd12 libpq5 libxml2 \
+    && apt-get install -y --no-install-recommends libsqlite3-0 libmicrohttpd12 libpq5 libxml2 libcurl4 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin strata \
     && mkdir -p /data \
