@@ -140,11 +140,17 @@ final class RawSQLite {
         }
         defer { sqlite3_close(handle) }
         var statement: OpaquePointer?
+        // The table, then its full-text index when it has one (FTS5 makes its shadow tables
+        // itself), then indexes, then the triggers that keep the full-text index.
         sqlite3_prepare_v2(
-            handle, "SELECT sql FROM sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL ORDER BY type DESC", -1,
-            &statement, nil)
+            handle,
+            """
+            SELECT sql FROM sqlite_master WHERE tbl_name IN (?1, ?2) AND sql IS NOT NULL
+            ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, tbl_name != ?1, rowid
+            """, -1, &statement, nil)
         defer { sqlite3_finalize(statement) }
         sqlite3_bind_text(statement, 1, table, -1, csqlite_transient())
+        sqlite3_bind_text(statement, 2, "_strata_fts_" + table, -1, csqlite_transient())
         var statements: [String] = []
         while sqlite3_step(statement) == SQLITE_ROW {
             statements.append(String(cString: sqlite3_column_text(statement, 0)))
