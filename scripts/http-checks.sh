@@ -210,13 +210,19 @@ pid=\$!
 for _ in \$(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$pg_port/ready" && break; sleep 0.1; done
 curl -s "http://127.0.0.1:$pg_port/" | grep -q '"type":"postgresql"' || { echo "the Catalog store is not in PostgreSQL"; cat "$work/pg-server.log"; kill \$pid; exit 1; }
 timeout 300 "$venv/bin/st" --config-file scripts/schemathesis.toml run openapi.yaml --checks all --url "http://127.0.0.1:$pg_port" \
-    --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-25}" --request-timeout 10 --no-color --generation-database none
+    --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-25}" --request-timeout 10 --no-color --generation-database none \
+    >"$work/pg-schemathesis.log" 2>&1
 status=\$?
 kill -TERM \$pid
 wait \$pid
 exit \$status
 SH
-    pg_virtualenv bash "$work/pg-run.sh"
+    # pg_virtualenv prints the cluster's log when the command fails; schemathesis' own report
+    # comes after it, so that the check's last lines are the report.
+    local status=0
+    pg_virtualenv bash "$work/pg-run.sh" || status=$?
+    [ -f "$work/pg-schemathesis.log" ] && cat "$work/pg-schemathesis.log"
+    [ "$status" -eq 0 ] && [ -f "$work/pg-schemathesis.log" ]
 }
 check "schemathesis: the same with the Catalog store in PostgreSQL" schemathesis_postgresql
 

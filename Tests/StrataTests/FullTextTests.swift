@@ -210,4 +210,25 @@ import Testing
             try db.execute("INSERT INTO \"_strata_fts_Doc\"(\"_strata_fts_Doc\", rank) VALUES ('integrity-check', 1)")
         }
     }
+
+    /// A NUL is a character a string may hold (PostgreSQL's text may not: its index reads the
+    /// bytes); every store takes it as the separator between two words, and keeps the text whole.
+    @Test(arguments: Kind.available) func aNULInSearchableTextSeparatesWords(kind: Kind) throws {
+        let folder = TemporaryDirectory()
+        let context = try kind.context(folder)
+        let title = "sea\u{0}horse \u{0}"
+        _ = try context.insert("Doc", values: ["title": .string(title), "code": .string("nul")])
+        try context.save()
+        let fresh = ObjectContext(coordinator: context.coordinator)
+        #expect(try Self.titles(fresh, try Self.search("title", "horse")) == [title])
+        #expect(try Self.titles(fresh, try Self.search("title", "sea")) == [title])
+        #expect(try Self.titles(fresh, try Self.search("title", "seahorse")) == [])
+        let object = try fresh.fetch(FetchRequest(entityName: "Doc"))[0]
+        try object.setValue(.string("\u{0}dolphin"), forKey: "title")
+        try fresh.save()
+        #expect(
+            try Self.titles(ObjectContext(coordinator: context.coordinator), try Self.search("title", "dolphin")) == [
+                "\u{0}dolphin"
+            ])
+    }
 }

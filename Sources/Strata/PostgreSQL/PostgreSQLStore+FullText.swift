@@ -16,12 +16,16 @@ extension PostgreSQLSchema {
         // generated column may only call immutable functions, and `convert_from` is marked stable
         // (for encodings that may change), so it is wrapped for UTF-8, which does not. The wrapper
         // also folds Latin letters with diacritics as ``TextSearch/words(in:)`` does (the `simple`
-        // configuration keeps them).
+        // configuration keeps them), and reads a NUL, which a string may hold and PostgreSQL's
+        // text may not ("invalid byte sequence"), as the separator between words it is there.
         let text = "\(Self.quote(namespace)).\"strata_fts_text\""
         let function =
-            "CREATE OR REPLACE FUNCTION \(text)(bytea) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE "
-            + "AS $$ SELECT translate(convert_from($1, 'UTF8'), '\(Self.latinFolding.from)', "
-            + "'\(Self.latinFolding.to)') $$"
+            "CREATE OR REPLACE FUNCTION \(text)(bytea) RETURNS text LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE "
+            + "AS $$ DECLARE b bytea := $1; p integer; BEGIN "
+            + "LOOP p := position('\\x00'::bytea IN b); EXIT WHEN p = 0; "
+            + "b := overlay(b PLACING '\\x20'::bytea FROM p FOR 1); END LOOP; "
+            + "RETURN translate(convert_from(b, 'UTF8'), '\(Self.latinFolding.from)', '\(Self.latinFolding.to)'); "
+            + "END $$"
         return [function]
             + columns.flatMap { column in
                 let vector = Self.fullTextColumn(column)
