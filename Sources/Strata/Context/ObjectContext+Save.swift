@@ -4,6 +4,7 @@ struct PushedChanges {
     var updates: [(id: ObjectID, change: PendingChange, state: ObjectState)] = []
     var deletes: [(id: ObjectID, base: Int64?)] = []
     var assignments: [ObjectID: String] = [:]
+    var receipts: [SaveReceipt] = []
 }
 
 extension ObjectContext {
@@ -44,6 +45,7 @@ extension ObjectContext {
         }
         pushed.deletes = s.deleted.map { ($0.key, $0.value) }
         pushed.assignments = s.assignments
+        pushed.receipts = s.receipts
         return pushed
     }
 
@@ -65,6 +67,10 @@ extension ObjectContext {
     ///   a reference to one.
     func receive(_ pushed: PushedChanges, _ s: inout ContextStorage) throws(ContextError) {
         if parent == nil { try checkTargets(pushed, &s) }
+        for var receipt in pushed.receipts {
+            receipt.objects = receipt.objects.map(registry.canonical)
+            s.receipts.append(receipt)
+        }
         for var state in pushed.inserts {
             state.id = registry.canonical(state.id)
             state.rewrite(registryMap(state))
@@ -216,6 +222,7 @@ extension ObjectContext {
     /// Builds the coordinator request for the root's changes.
     func saveRequest(_ s: inout ContextStorage) throws(ContextError) -> SaveRequest {
         var request = SaveRequest(authorship: authorship)
+        request.receipts = s.receipts
         func joinStored(_ entity: String, _ name: String) -> Bool {
             if case .joinTable? = model.storage(of: name, in: entity) { return true }
             return false
@@ -274,7 +281,10 @@ extension ObjectContext {
             attempts += 1
             let request = try saveRequest(&s)
             let touched = s.inserted.count + s.updated.count + s.deleted.count
-            if touched == 0 { return nil }
+            if touched == 0 {
+                s.receipts.removeAll()
+                return nil
+            }
             let result: SaveResult
             do {
                 result = try coordinator.save(request)
@@ -450,5 +460,14 @@ extension ObjectContext {
                 if s.updated[k] == nil { s.objects[k] = nil }
             }
         }
+    }
+}
+
+extension ObjectContext {
+    /// Keeps `receipt` with this context's next save, in the same transaction as its changes (see
+    /// ``SaveReceipt``); a child hands it to its parent with its changes. A save that writes
+    /// nothing keeps no receipt, and a rollback drops it with the changes.
+    public func keepReceipt(_ receipt: SaveReceipt) {
+        storage.withLock { $0.receipts.append(receipt) }
     }
 }

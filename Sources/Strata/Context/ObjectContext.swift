@@ -259,9 +259,12 @@ struct ContextStorage {
     /// A root's group commit is writing its pending changes to the stores (with the lock released):
     /// children read the changed objects as they were before (see `stateForChild`).
     var staging = false
+    /// Receipts to keep with the pending changes (see ``SaveReceipt``).
+    var receipts: [SaveReceipt] = []
 
     /// Forgets the pending-change bookkeeping after a save (objects stay registered).
     mutating func clearPending() {
+        receipts.removeAll()
         inserted.removeAll()
         insertedSet.removeAll()
         updated.removeAll()

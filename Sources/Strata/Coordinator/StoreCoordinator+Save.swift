@@ -15,6 +15,8 @@ public struct SaveRequest: Sendable, Hashable {
     /// Objects whose to-many relationships kept by the other side's column changed, for the
     /// history (see ``StoreChanges/related``).
     public var related: [ObjectID: RelatedChange] = [:]
+    /// Receipts to keep with the changes (see ``SaveReceipt``).
+    public var receipts: [SaveReceipt] = []
 
     /// Creates a save request.
     public init(
@@ -76,6 +78,7 @@ extension StoreCoordinator {
         try save.split(inserts: inserted, updates: updates, deletes: request.deletes)
         save.route(request.related)
         save.planParticipation(authorship: request.authorship)
+        save.receipts = request.receipts
         let prepared = try save.prepareStores()
         // Every store's part commits under the gate: a read snapshot sees all of the save or none.
         let versions = try commitGate.committing { () throws(StoreError) in try save.commit(prepared) }
@@ -118,6 +121,8 @@ struct SaveInProgress {
     var crossStore: (saveID: String, commitPoint: String, others: [String])?
     /// The finished records each written store forgets in this save (given back if it fails).
     var forgotten: [String: (StoreHousekeeping, [String: [String]])] = [:]
+    /// Receipts the store deciding the save keeps with it.
+    var receipts: [SaveReceipt] = []
 
     init(coordinator: StoreCoordinator, temporaryIDs: [ObjectID]) {
         self.coordinator = coordinator
@@ -305,6 +310,9 @@ struct SaveInProgress {
         }
         var committed: Set<String> = []
         do {
+            if !receipts.isEmpty, let decider = crossStore?.commitPoint ?? durable.first?.identifier {
+                try durable.first { $0.identifier == decider }!.part.keep(keptReceipts(prepared))
+            }
             if let crossStore {
                 let point = durable.first { $0.identifier == crossStore.commitPoint }!
                 try point.part.commit()
@@ -346,6 +354,20 @@ struct SaveInProgress {
             }
         }
         return versions
+    }
+
+    /// The receipts with the permanent IDs and the versions this save gives their objects.
+    func keptReceipts(_ prepared: [(identifier: String, part: any PreparedSave)]) -> [KeptReceipt] {
+        var versions: [ObjectID: Int64] = [:]
+        for (_, part) in prepared { versions.merge(part.versions) { _, new in new } }
+        return receipts.map { receipt in
+            KeptReceipt(
+                scope: receipt.scope, key: receipt.key, note: receipt.note,
+                objects: receipt.objects.map { id in
+                    let permanent = id.isTemporary ? permanent[id] : id
+                    return KeptReceipt.Object(id: permanent, version: permanent.flatMap { versions[$0] })
+                }, expires: receipt.expires)
+        }
     }
 
     /// Gives the housekeeping of stores whose writes did not commit back for their next save.
@@ -416,5 +438,17 @@ struct SaveInProgress {
             many[name] = targets
         }
         return (one, many)
+    }
+}
+
+extension StoreCoordinator {
+    /// The receipt a save kept for `scope` and `key` in any attached store (see ``SaveReceipt``):
+    /// its presence says the save was committed; nil when no store keeps one (no save with it
+    /// committed, or it expired).
+    public func receipt(scope: String, key: String) throws(StoreError) -> KeptReceipt? {
+        for store in stores where store.isDurable {
+            if let found = try store.receipt(scope: scope, key: key) { return found }
+        }
+        return nil
     }
 }

@@ -96,12 +96,51 @@ final class PostgreSQLIdempotency: @unchecked Sendable {
                 body: [UInt8](PGConnection.bytes(row[4] ?? "\\x"))))
     }
 
+    /// Takes over an interrupted claim (see ``IdempotencyLedger/takeOver(scope:key:fingerprint:)``):
+    /// this process's own claim whose request is not running, or another server's older than
+    /// ``inFlightSeconds``; one statement, so that of two servers taking it over one wins.
+    func takeOver(scope: String, key: String, fingerprint: String) throws(StoreError) -> Bool {
+        let id = scope + "\u{0}" + key
+        guard running.withLock({ $0.insert(id).inserted }) else { return false }
+        let (owner, qualified) = (self.owner, self.qualified)
+        let taken: Bool
+        do {
+            taken = try run("take over a key") { (c: PGConnection) throws(PGError) -> Bool in
+                try !c.execute(
+                    """
+                    UPDATE \(qualified) SET owner = $4, created = now() WHERE scope = $1 AND key = $2
+                    AND fingerprint = $3 AND status IS NULL
+                    AND (owner = $4 OR created < now() - make_interval(secs => $5)) RETURNING 1
+                    """,
+                    [.text(scope), .text(key), .text(fingerprint), .text(owner), .double(Self.inFlightSeconds)]
+                ).rows.isEmpty
+            }
+        } catch {
+            running.withLock { _ = $0.remove(id) }
+            throw error
+        }
+        if !taken { running.withLock { _ = $0.remove(id) } }
+        return taken
+    }
+
     func finish(_ answer: IdempotencyLedger.Answer?, scope: String, key: String) {
         let deadline = Date(timeIntervalSinceNow: Self.inFlightSeconds)
         if (try? write(answer, scope: scope, key: key)) == nil {
             retry(answer, scope: scope, key: key, until: deadline, pause: 0.25)
         } else {
             running.withLock { _ = $0.remove(scope + "\u{0}" + key) }
+        }
+    }
+
+    func keep(_ answer: IdempotencyLedger.Answer, scope: String, key: String) {
+        let qualified = self.qualified
+        _ = try? run("keep an answer") { (c: PGConnection) throws(PGError) in
+            try c.execute(
+                "UPDATE \(qualified) SET status = $1, headers = $2, body = $3 WHERE scope = $4 AND key = $5 AND status IS NULL",
+                [
+                    .integer(Int64(answer.status)), .text(IdempotencyLedger.headersText(answer.headers)),
+                    .bytes(Data(answer.body)), .text(scope), .text(key),
+                ])
         }
     }
 

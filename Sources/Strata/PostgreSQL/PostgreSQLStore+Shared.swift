@@ -147,3 +147,26 @@ final class PostgreSQLListener: @unchecked Sendable {
         }
     }
 }
+
+/// The receipts a PostgreSQL store keeps (see ``SaveReceipt``), in a table of its schema that
+/// every server over the database reads.
+extension PostgreSQLStore {
+    /// Writes `receipts` in the open transaction on `c`.
+    func keepReceipts(_ receipts: [KeptReceipt], _ c: PGConnection) throws(StoreError) {
+        do {
+            try writeReceipts(receipts, table: KeptReceipt.table, c)
+        } catch {
+            if error.sqlState == "23505" {
+                throw StoreError(
+                    .uniqueViolation, "a save with this idempotency key was saved already", storeURL: url)
+            }
+            throw storeError(error, "cannot keep the save's receipt")
+        }
+    }
+
+    public func receipt(scope: String, key: String) throws(StoreError) -> KeptReceipt? {
+        try read { (c: PGConnection) throws(PGError) in
+            try keptReceipt(scope: scope, key: key, table: KeptReceipt.table, c)
+        }
+    }
+}

@@ -179,7 +179,8 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     }
 
     /// Creates the tables a store keeps beside its data where they are missing: the commit markers
-    /// (see ``commitMarkerTable``), the idempotency ledger's table and, with `history`, the
+    /// (see ``commitMarkerTable``), the receipts of saves (see ``SaveReceipt``), the idempotency
+    /// ledger's table and, with `history`, the
     /// history tables (see `SQLHistory`).
     static func createHousekeeping(_ c: PGConnection, _ schema: PostgreSQLSchema, history: Bool = false)
         throws(PGError)
@@ -187,6 +188,10 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         try c.execute("CREATE SCHEMA IF NOT EXISTS \(PostgreSQLSchema.quote(schema.namespace))")
         for (table, columns) in (history ? historyTables : []) + [
             (commitMarkerTable, "token text PRIMARY KEY, at timestamptz NOT NULL DEFAULT now()"),
+            (
+                KeptReceipt.table,
+                "scope text NOT NULL, key text NOT NULL, expires bigint NOT NULL, receipt text NOT NULL, PRIMARY KEY (scope, key)"
+            ),
             (
                 PostgreSQLIdempotency.table,
                 "scope text NOT NULL, key text NOT NULL, fingerprint text NOT NULL, owner text NOT NULL, created timestamptz NOT NULL DEFAULT now(), status integer, headers text, body bytea, PRIMARY KEY (scope, key)"

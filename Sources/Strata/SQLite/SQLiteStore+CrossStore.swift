@@ -88,6 +88,36 @@ extension SQLiteStore {
     }
 }
 
+/// The receipts an SQLite store keeps (see ``SaveReceipt``), in a table the first one creates
+/// inside its transaction.
+extension SQLiteStore {
+    /// Writes `receipts` in the open transaction on the writer `db`.
+    func keepReceipts(_ receipts: [KeptReceipt], _ db: SQLiteConnection) throws(StoreError) {
+        do {
+            try db.execute(
+                "CREATE TABLE IF NOT EXISTS \(KeptReceipt.table) (scope TEXT NOT NULL, key TEXT NOT NULL, "
+                    + "expires INTEGER NOT NULL, receipt TEXT NOT NULL, PRIMARY KEY (scope, key))")
+            try writeReceipts(receipts, table: KeptReceipt.table, db)
+        } catch {
+            if error.isUniqueViolation {
+                throw StoreError(
+                    .uniqueViolation, "a save with this idempotency key was saved already", storeURL: url)
+            }
+            throw writeError(error, "cannot keep the save's receipt")
+        }
+    }
+
+    public func receipt(scope: String, key: String) throws(StoreError) -> KeptReceipt? {
+        try read { db in
+            let exists = try db.query(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(KeptReceipt.table)]
+            ) { $0.int64(0) }.first == 1
+            guard exists else { return nil }
+            return try keptReceipt(scope: scope, key: key, table: KeptReceipt.table, db)
+        }
+    }
+}
+
 extension SQLiteStore {
     /// Limits the file to its current size plus `pages` pages on the writer connection (nil
     /// lifts the limit): what the tests use to make the disk "full" at a chosen moment.

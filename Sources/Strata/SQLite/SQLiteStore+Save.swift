@@ -14,9 +14,10 @@ extension SQLiteStore {
         }
         do {
             let (versions, history) = try write(changes, db)
-            return TransactionPreparedSave(versions: versions, historyNumber: history, changes: changes) {
-                (commit, keep) throws(StoreError) in try self.finish(commit: commit, keep: keep)
-            }
+            return TransactionPreparedSave(
+                versions: versions, historyNumber: history, changes: changes,
+                keepReceipts: { (receipts) throws(StoreError) in try self.keepReceipts(receipts, db) }
+            ) { (commit, keep) throws(StoreError) in try self.finish(commit: commit, keep: keep) }
         } catch {
             releaseWriter()
             throw error

@@ -221,11 +221,17 @@ public protocol PreparedSave: AnyObject, Sendable {
     func commitOrKeep() throws(StoreError)
     /// Discards the changes.
     func rollback()
+    /// Writes `receipts` in the open transaction, before ``commit()`` (see ``SaveReceipt``):
+    /// the coordinator asks the store that decides the save. Stores that keep nothing past the
+    /// process keep none.
+    /// - Throws: `.uniqueViolation` when a receipt of the same scope and key is kept already.
+    func keep(_ receipts: [KeptReceipt]) throws(StoreError)
 }
 
 extension PreparedSave {
     public func commitOrKeep() throws(StoreError) { try commit() }
     public var historyNumber: Int64? { nil }
+    public func keep(_ receipts: [KeptReceipt]) throws(StoreError) {}
 }
 
 /// Which history a store forgets.
@@ -296,6 +302,9 @@ public protocol PersistentStore: AnyObject, Sendable {
     func crossStoreRecords() throws(StoreError) -> [CrossStoreRecord]
     /// Whether this store applied the save across stores `saveID`.
     func hasApplied(saveID: String) throws(StoreError) -> Bool
+    /// The receipt this store keeps for `scope` and `key` (see ``SaveReceipt``); nil when it
+    /// keeps none or it expired.
+    func receipt(scope: String, key: String) throws(StoreError) -> KeptReceipt?
     /// Every save across stores this store noted as applied (and not forgotten yet).
     func appliedSaves() throws(StoreError) -> [AppliedSave]
     /// Forgets finished records and released marks now, in a transaction of its own.
@@ -332,6 +341,7 @@ extension PersistentStore {
     public var isDurable: Bool { false }
     public func crossStoreRecords() throws(StoreError) -> [CrossStoreRecord] { [] }
     public func hasApplied(saveID: String) throws(StoreError) -> Bool { false }
+    public func receipt(scope: String, key: String) throws(StoreError) -> KeptReceipt? { nil }
     public func appliedSaves() throws(StoreError) -> [AppliedSave] { [] }
     public func forget(_ housekeeping: StoreHousekeeping) throws(StoreError) {}
     public func history(_ request: HistoryRequest) throws(StoreError) -> [HistoryTransaction] { [] }

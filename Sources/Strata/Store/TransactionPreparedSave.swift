@@ -9,16 +9,25 @@ final class TransactionPreparedSave: PreparedSave, @unchecked Sendable {
     private let changes: StoreChanges
     /// Ends the transaction: commits or rolls back; with changes to keep, a failed commit keeps them.
     private let finish: (_ commit: Bool, _ keep: StoreChanges?) throws(StoreError) -> Void
+    /// Writes receipts in the open transaction.
+    private let keepReceipts: ([KeptReceipt]) throws(StoreError) -> Void
     private let state = Locked(false)
 
     init(
         versions: [ObjectID: Int64], historyNumber: Int64? = nil, changes: StoreChanges,
+        keepReceipts: @escaping ([KeptReceipt]) throws(StoreError) -> Void,
         finish: @escaping (_ commit: Bool, _ keep: StoreChanges?) throws(StoreError) -> Void
     ) {
         self.versions = versions
         self.historyNumber = historyNumber
         self.changes = changes
+        self.keepReceipts = keepReceipts
         self.finish = finish
+    }
+
+    func keep(_ receipts: [KeptReceipt]) throws(StoreError) {
+        guard !receipts.isEmpty, !state.withLock({ $0 }) else { return }
+        try keepReceipts(receipts)
     }
 
     private func take() -> Bool {

@@ -125,6 +125,25 @@ public final class IdempotencyLedger: @unchecked Sendable {
         }
     }
 
+    /// Takes over the claim of `scope`'s `key`, left unanswered by a request that was interrupted
+    /// (``Claim/interrupted``), to run the request again: for a caller that knows the first
+    /// attempt saved nothing (no store keeps its ``SaveReceipt``). True when the caller holds the
+    /// claim now and must ``finish(_:scope:key:)`` it; false when another took it or it was answered.
+    public func takeOver(scope: String, key: String, fingerprint: String) throws(StoreError) -> Bool {
+        if let shared { return try shared.takeOver(scope: scope, key: key, fingerprint: fingerprint) }
+        guard let db else { return true }
+        let id = scope + "\u{0}" + key
+        return try locked { () throws(SQLiteError) -> Bool in
+            guard !running.withLock({ $0.contains(id) }) else { return false }
+            try db.run(
+                "UPDATE idempotency SET created = ? WHERE scope = ? AND key = ? AND fingerprint = ? AND status IS NULL",
+                [.real(Date().timeIntervalSince1970), .text(scope), .text(key), .text(fingerprint)])
+            guard db.changes > 0 else { return false }
+            running.withLock { _ = $0.insert(id) }
+            return true
+        }
+    }
+
     /// Keeps `answer` for the claimed key; nil gives the key up (the request changed nothing and
     /// may be sent again).
     public func finish(_ answer: Answer?, scope: String, key: String) {
@@ -144,6 +163,21 @@ public final class IdempotencyLedger: @unchecked Sendable {
             }
         }
         running.withLock { _ = $0.remove(scope + "\u{0}" + key) }
+    }
+
+    /// Keeps `answer` for `scope`'s `key` while it has none, whoever claimed it: the answer a
+    /// receipt rebuilt for a request whose first attempt was saved and never answered.
+    public func keep(_ answer: Answer, scope: String, key: String) {
+        if let shared { return shared.keep(answer, scope: scope, key: key) }
+        guard let db else { return }
+        _ = try? locked { () throws(SQLiteError) in
+            try db.run(
+                "UPDATE idempotency SET status = ?, headers = ?, body = ? WHERE scope = ? AND key = ? AND status IS NULL",
+                [
+                    .integer(Int64(answer.status)), .text(Self.headersText(answer.headers)), .blob(Data(answer.body)),
+                    .text(scope), .text(key),
+                ])
+        }
     }
 
     /// Leaves the claimed key unanswered for good: the request's write may or may not have

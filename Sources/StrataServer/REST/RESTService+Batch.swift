@@ -5,7 +5,8 @@ extension RESTService {
 
     /// `POST /_batch`: several writes (and reads) in one child context, saved all or nothing.
     /// A later operation may refer to an object created earlier as `{"$ref": index}`.
-    func batch(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+    /// - Parameter claim: the `Idempotency-Key` the request holds: the commit keeps its receipt.
+    func batch(_ request: HTTPRequest, claim: IdempotencyClaim? = nil) throws(Problem) -> HTTPResponse {
         let document = try body(request)
         guard let members = document.objectValue, let operations = members["operations"]?.arrayValue else {
             throw Problem.badRequest(
@@ -35,6 +36,15 @@ extension RESTService {
                 throw problem
             }
         }
+        if claim != nil {
+            var objects: [ObjectID] = []
+            let notes = outcomes.map { (outcome, sub, immediate) -> JSONValue in
+                if let immediate { return .object(["immediate": Self.result(immediate)]) }
+                return Self.note(outcome!, minimal: Self.wantsMinimal(sub), objects: &objects)
+            }
+            let note = JSONValue.object(["results": .array(notes)])
+            if let receipt = Self.receipt(claim, note: note, objects: objects) { child.keepReceipt(receipt) }
+        }
         let saved: [ObjectID: StoreRow]
         do throws(Problem) {
             saved = try commit(child, expecting: expectations, keeping: outcomes.flatMap { $0.0?.kept(model) ?? [] })
@@ -51,13 +61,17 @@ extension RESTService {
             } else {
                 response = try render(outcome!, sub, created: child, saved: saved)
             }
-            var headers: [String: JSONValue] = [:]
-            for (name, value) in response.headers where name != "Content-Type" { headers[name] = .string(value) }
-            let body = response.body.isEmpty ? JSONValue.null : ((try? JSONValue.parse(response.body)) ?? .null)
-            results.append(
-                .object(["status": .integer(Int64(response.status)), "headers": .object(headers), "body": body]))
+            results.append(Self.result(response))
         }
         return json(200, .object(["results": .array(results)]), headers: savedTokenHeader(child))
+    }
+
+    /// One operation's response as a batch's `results` show it.
+    static func result(_ response: HTTPResponse) -> JSONValue {
+        var headers: [String: JSONValue] = [:]
+        for (name, value) in response.headers where name != "Content-Type" { headers[name] = .string(value) }
+        let body = response.body.isEmpty ? JSONValue.null : ((try? JSONValue.parse(response.body)) ?? .null)
+        return .object(["status": .integer(Int64(response.status)), "headers": .object(headers), "body": body])
     }
 
     /// Runs one batch operation in `child`.

@@ -362,7 +362,7 @@ public final class RESTService: Sendable {
             lead { [self] in completion(handle(request, context: context)) }
             return
         }
-        write(request, prepare, lead: lead) { [self] response in
+        write(request, prepare, claim: context.idempotencyClaim, lead: lead) { [self] response in
             var response = response
             Self.mark(&response, token)
             record(response, to: request, on: route, started: started)
@@ -374,10 +374,13 @@ public final class RESTService: Sendable {
     /// root and commits it through the root's group commit, then renders the outcome as the
     /// commit saved it. `completion` gets the response once the transaction holding the change
     /// is durable (or the problem), on the thread that committed it.
-    /// - Parameter lead: runs the group commit when this write has to lead it.
+    /// - Parameters:
+    ///   - claim: the `Idempotency-Key` the request holds: the commit keeps its receipt.
+    ///   - lead: runs the group commit when this write has to lead it.
     func write(
         _ request: HTTPRequest, _ body: (ObjectContext, inout [ObjectID: Int64]) throws(Problem) -> WriteOutcome,
-        lead: (@escaping @Sendable () -> Void) -> Void, completion: @escaping @Sendable (HTTPResponse) -> Void
+        claim: IdempotencyClaim? = nil, lead: (@escaping @Sendable () -> Void) -> Void,
+        completion: @escaping @Sendable (HTTPResponse) -> Void
     ) {
         let child = root.newChildContext()
         let start = changeFeed?.knownToken
@@ -385,6 +388,9 @@ public final class RESTService: Sendable {
         do throws(Problem) {
             let outcome = try body(child, &expectations)
             let kept = outcome.kept(model)
+            var objects: [ObjectID] = []
+            let note = Self.note(outcome, minimal: Self.wantsMinimal(request), objects: &objects)
+            if let receipt = Self.receipt(claim, note: note, objects: objects) { child.keepReceipt(receipt) }
             do {
                 try root.commit(child, expecting: expectations, keeping: kept, lead: lead) {
                     [self] result in
@@ -479,7 +485,7 @@ public final class RESTService: Sendable {
                     status: 200, headers: [("Content-Type", "application/json")], body: Array(document.json.utf8))
                 : HTTPResponse(
                     status: 200, headers: [("Content-Type", "application/yaml")], body: Array(document.yaml.utf8))
-        case .batch: return try batch(request)
+        case .batch: return try batch(request, claim: context.idempotencyClaim)
         case .changes: return try changes(request)
         case .export: return exportSnapshot(request)
         case .diagram(let format): return diagram(format)
@@ -500,7 +506,7 @@ public final class RESTService: Sendable {
         guard let body = writeBody(request, route) else {
             throw Problem.methodNotAllowed(request.method, allowed: allowed(route))
         }
-        return write(request, body)
+        return write(request, body, claim: context.idempotencyClaim)
     }
 
     // MARK: - Shared pieces
@@ -582,11 +588,12 @@ public final class RESTService: Sendable {
     /// ``write(_:_:lead:completion:)`` on the calling thread, waiting for its response (the
     /// calling thread leads the group commit when nobody else is).
     func write(
-        _ request: HTTPRequest, _ body: (ObjectContext, inout [ObjectID: Int64]) throws(Problem) -> WriteOutcome
+        _ request: HTTPRequest, _ body: (ObjectContext, inout [ObjectID: Int64]) throws(Problem) -> WriteOutcome,
+        claim: IdempotencyClaim? = nil
     ) -> HTTPResponse {
         let answer = Locked<HTTPResponse?>(nil)
         let done = DispatchSemaphore(value: 0)
-        write(request, body, lead: { job in job() }) { response in
+        write(request, body, claim: claim, lead: { job in job() }) { response in
             answer.withLock { $0 = response }
             done.signal()
         }

@@ -11,7 +11,9 @@ struct IdempotencyClaim: Sendable {
 
 /// Keeps the answer to a write with an `Idempotency-Key` (for `--idempotency-hours`), per author:
 /// the same key and request again gets the first answer back; the same key with another request,
-/// or while the first runs, is refused.
+/// or while the first runs, is refused. A write that was saved but whose answer the ledger never
+/// kept (the server stopped in between) is answered from the receipt its save kept (see
+/// ``RESTService/replay(scope:key:)``); one that was not saved runs again.
 struct IdempotencyStage: ServerStage {
     /// The answers kept, once the server runs; nil also when keys are ignored.
     let ledger: Locked<IdempotencyLedger?>
@@ -80,16 +82,60 @@ struct IdempotencyStage: ServerStage {
                 "Idempotency-Key '\(key)' was used for another request (method, path, query, preconditions or body); send a new key for a new request"
             ).response
         case .inFlight:
+            // Saved already (its answer on its way to the ledger): the receipt answers.
+            if let replayed = replay(key, scope: scope, ledger: ledger, context) { return replayed }
             return Problem(
                 409, "Conflict",
                 "a request with Idempotency-Key '\(key)' is still running; retry when it is answered",
                 headers: [("Retry-After", "1")]
             ).response
         case .interrupted:
+            return resume(key, scope: scope, fingerprint: fingerprint, ledger: ledger, &context)
+        }
+    }
+
+    /// The answer to a request whose first attempt was interrupted (the server stopped, or the
+    /// commit's outcome was lost): rebuilt from the receipt its save kept, when it was saved;
+    /// else the request runs again under the same key.
+    private func resume(
+        _ key: String, scope: String, fingerprint: String, ledger: IdempotencyLedger, _ context: inout RequestContext
+    ) -> HTTPResponse? {
+        if let replayed = replay(key, scope: scope, ledger: ledger, context) { return replayed }
+        let taken: Bool
+        do {
+            taken = try ledger.takeOver(scope: scope, key: key, fingerprint: fingerprint)
+        } catch {
+            return Problem(503, "Service Unavailable", error.message, headers: [("Retry-After", "1")]).response
+        }
+        guard taken else {
+            // Another request took it over at the same moment: it runs, this one waits for it.
             return Problem(
                 409, "Conflict",
-                "the request with Idempotency-Key '\(key)' was interrupted when the server stopped, so whether it was saved is unknown: read the resource to see, or send a new key"
+                "a request with Idempotency-Key '\(key)' is still running; retry when it is answered",
+                headers: [("Retry-After", "1")]
             ).response
         }
+        context.idempotencyClaim = IdempotencyClaim(ledger: ledger, scope: scope, key: key)
+        return nil
+    }
+
+    /// The answer rebuilt from the receipt of `scope`'s write with `key`, kept in the ledger as
+    /// its answer; nil when no store keeps a receipt (nothing was saved).
+    private func replay(_ key: String, scope: String, ledger: IdempotencyLedger, _ context: RequestContext)
+        -> HTTPResponse?
+    {
+        guard let service = context.service else { return nil }
+        let rebuilt: HTTPResponse?
+        do {
+            rebuilt = try service.replay(scope: scope, key: key)
+        } catch {
+            return Problem(503, "Service Unavailable", error.detail, headers: [("Retry-After", "1")]).response
+        }
+        guard let rebuilt else { return nil }
+        ledger.keep(
+            IdempotencyLedger.Answer(status: rebuilt.status, headers: rebuilt.headers, body: rebuilt.body),
+            scope: scope, key: key)
+        return HTTPResponse(
+            status: rebuilt.status, headers: rebuilt.headers + [("Idempotent-Replayed", "true")], body: rebuilt.body)
     }
 }
