@@ -24,7 +24,8 @@ extension PostgreSQLStore {
                 return TransactionPreparedSave(
                     versions: versions, historyNumber: history, changes: changes,
                     keepReceipts: { (receipts) throws(StoreError) in try self.keepReceipts(receipts, c) }
-                ) { (commit, keep) throws(StoreError) in try self.finish(c, commit: commit, keep: keep, marker: marker) }
+                ) { (commit, keep) throws(StoreError) in try self.finish(c, commit: commit, keep: keep, marker: marker)
+                }
             } catch let error as PGError {
                 pool.checkin(c, after: error)
                 // Nothing was committed: a deadlock, or a server gone or demoted before the commit,

@@ -109,9 +109,10 @@ extension SQLiteStore {
 
     public func receipt(scope: String, key: String) throws(StoreError) -> KeptReceipt? {
         try read { db in
-            let exists = try db.query(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(KeptReceipt.table)]
-            ) { $0.int64(0) }.first == 1
+            let exists =
+                try db.query(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(KeptReceipt.table)]
+                ) { $0.int64(0) }.first == 1
             guard exists else { return nil }
             return try keptReceipt(scope: scope, key: key, table: KeptReceipt.table, db)
         }
