@@ -20,7 +20,9 @@ and checked:
 Deterministic mode (--points): a debug build's STRATA_CRASH_AT kills the server at a chosen point
 of a save across three stores (after the commit point, between the other commits) and of the
 recovery after it; after a restart without it the save must be complete, and the history feed
-must show each store's part once.
+must show each store's part once. Then the same batch with an Idempotency-Key, the server killed
+after its save and before the ledger kept its answer: the retry must be answered from the save's
+receipt, with nothing saved twice.
 
 With --postgresql (run under Debian's pg_virtualenv, or with PGHOST, PGPORT, PGUSER, PGPASSWORD and
 PGDATABASE set), the first configuration of each model lives in PostgreSQL: the Catalog of the random
@@ -526,6 +528,90 @@ def point_cycles(binary, pg=None):
     return failures, len(scenarios)
 
 
+def receipt_cycles(binary, pg=None):
+    """A `_batch` across the three stores sent with an Idempotency-Key, the server killed after
+    the save committed and before the ledger kept its answer (and, second, right after the commit
+    point): the retry with the key after a restart is answered from the save's receipt (200,
+    Idempotent-Replayed, the stored objects' IDs), nothing is saved twice, and a third send
+    gets the same bytes."""
+    failures = 0
+    for cycle, point in enumerate(("before-idempotency-answer", "after-commit-point"), 1):
+        data = tempfile.mkdtemp(prefix="strata-crash-receipt-")
+        model = os.path.join(data, "ledger.json")
+        with open(model, "w") as f:
+            json.dump(THREE_STORES, f)
+        problems = []
+        stores = [pg.store("Orders", schema_for(data))] if pg else []
+        marker = uuid.uuid4().hex[:12]
+        key = "receipt-" + marker
+        batch = {"operations": [
+            {"method": "POST", "path": "/orders", "body": {"code": marker}},
+            {"method": "POST", "path": "/audits", "body": {"code": marker}},
+            {"method": "POST", "path": "/gauges", "body": {"code": marker}},
+        ]}
+
+        def send():
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("POST", "/_batch", body=json.dumps(batch),
+                      headers={"Content-Type": "application/json", "Idempotency-Key": key})
+            response = c.getresponse()
+            return response.status, response.getheader("Idempotent-Replayed"), response.read()
+
+        def stored(name, table):
+            if pg and name == "orders":
+                return [int(row) for row in pg.query(
+                    'SELECT "_pk" FROM "%s"."%s" WHERE convert_from(code, \'UTF8\') = \'%s\''
+                    % (schema_for(data), table, marker))]
+            with read_only(os.path.join(data, name + ".sqlite")) as db:
+                return [row[0] for row in db.execute('SELECT "_pk" FROM "%s" WHERE code = ?' % table, (marker,))]
+
+        port = free_port()
+        server = Server(binary, data, port, model=model, env={"STRATA_CRASH_AT": point}, stores=stores)
+        if not server.wait_ready():
+            problems.append("the server did not start")
+        try:
+            status, _, _ = send()
+            problems.append("the batch was answered %d: the server did not stop at %s" % (status, point))
+        except (OSError, http.client.HTTPException):
+            pass  # killed where it was told
+        server.process.wait()
+        server.log.close()
+        if server.process.returncode != -signal.SIGKILL:
+            problems.append("the server ended with %s, not SIGKILL" % server.process.returncode)
+        port = free_port()
+        server = Server(binary, data, port, model=model, stores=stores)
+        if not server.wait_ready():
+            problems.append("the server did not become ready after the restart")
+        else:
+            status, replayed, body = send()
+            keys = {}
+            for name, table in (("orders", "Order"), ("audits", "Audit"), ("gauges", "Gauge")):
+                keys[table] = stored(name, table)
+            if status != 200 or replayed != "true":
+                problems.append("the retry was answered %d (replayed: %s): %s" % (status, replayed, body[:300]))
+            else:
+                results = json.loads(body)["results"]
+                ids = [result.get("body", {}).get("_id") for result in results]
+                statuses = [result.get("status") for result in results]
+                expected = [keys[t][0] if len(keys[t]) == 1 else None for t in ("Order", "Audit", "Gauge")]
+                if statuses != [201, 201, 201] or ids != expected:
+                    problems.append("the replayed results %s %s name other objects than the stored %s"
+                                    % (statuses, ids, keys))
+            if any(len(found) != 1 for found in keys.values()):
+                problems.append("after the retry the stores hold %s objects of the batch, not one each" % keys)
+            again = send()
+            if again[0] != status or again[2] != body:
+                problems.append("a third send was answered otherwise (%d)" % again[0])
+        server.stop()
+        print("receipt %d (killed at %s%s): %s" % (cycle, point, ", Orders in PostgreSQL" if pg else "",
+                                                   "ok" if not problems else "FAILED"))
+        for problem in problems:
+            print("    " + problem)
+        if problems:
+            failures += 1
+    return failures, 2
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default=".build/debug/strata")
@@ -546,6 +632,9 @@ def main():
         point_failures, points = point_cycles(args.binary, pg)
         failures += point_failures
         cycles += points
+        receipt_failures, receipts = receipt_cycles(args.binary, pg)
+        failures += receipt_failures
+        cycles += receipts
     print("crash harness: %d cycles, %d failures" % (cycles, failures))
     sys.exit(1 if failures else 0)
 

@@ -1,4 +1,8 @@
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Strata
 import StrataHTTP
 
@@ -32,6 +36,9 @@ struct IdempotencyStage: ServerStage {
 
     func leave(_ response: HTTPResponse, to request: HTTPRequest, _ context: RequestContext) -> HTTPResponse {
         guard let claim = context.idempotencyClaim else { return response }
+        #if DEBUG
+            Self.crashBeforeAnswer()
+        #endif
         // A write whose outcome is unknown keeps its key unanswered: a retry is told so, never run.
         if response.headers.contains(where: { $0.name == Problem.outcomeHeader }) {
             claim.ledger.abandon(scope: claim.scope, key: claim.key)
@@ -139,3 +146,16 @@ struct IdempotencyStage: ServerStage {
             status: rebuilt.status, headers: rebuilt.headers + [("Idempotent-Replayed", "true")], body: rebuilt.body)
     }
 }
+
+#if DEBUG
+    extension IdempotencyStage {
+        /// For the crash harness: `STRATA_CRASH_AT=before-idempotency-answer` kills a debug build
+        /// between a write's commit and keeping its answer (release builds never read it).
+        static let crashesBeforeAnswer =
+            ProcessInfo.processInfo.environment["STRATA_CRASH_AT"] == "before-idempotency-answer"
+
+        static func crashBeforeAnswer() {
+            if crashesBeforeAnswer { kill(getpid(), SIGKILL) }
+        }
+    }
+#endif
