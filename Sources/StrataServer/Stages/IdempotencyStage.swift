@@ -1,10 +1,10 @@
 import Foundation
+import Strata
+import StrataHTTP
 
 #if canImport(Glibc)
     import Glibc
 #endif
-import Strata
-import StrataHTTP
 
 /// An `Idempotency-Key` a request claimed, to finish with its answer.
 struct IdempotencyClaim: Sendable {
