@@ -120,4 +120,32 @@ import Testing
         #expect(again.header("Idempotent-Replayed") == "true" && again.body == retry.body)
         #expect(try fixture.client.send("GET", "/authors?count=exact").json.objectValue?["total"] == .integer(2))
     }
+
+    /// Two attempts of one request that both ran (the second took the key over while the first,
+    /// slow, had not answered): the second's save fails on the first's receipt, and it answers
+    /// as the first did. Here the ledger lost the key altogether, so the retry runs.
+    @Test func aRetryThatRunsAfterTheFirstWasSavedAnswersAsTheFirst() throws {
+        let folder = TemporaryDirectory()
+        let batch = #"{"operations": [{"method": "POST", "path": "/authors", "body": {"name": "Once"}}]}"#
+        var first: ClientResponse
+        do {
+            let fixture = try ServerFixture { $0.dataDirectory = folder.url.path }
+            first = try fixture.client.send("POST", "/_batch", json: batch, headers: Self.key("raced"))
+            #expect(
+                try fixture.client.send("POST", "/authors", json: #"{"name": "One"}"#, headers: Self.key("single"))
+                    .status == 201)
+            fixture.server.stop()
+        }
+        let ledger = try SQLiteConnection(path: folder.url.appendingPathComponent("_idempotency.sqlite").path)
+        try ledger.run("DELETE FROM idempotency")
+        #expect(ledger.changes == 2)
+        let fixture = try Self.restarted(folder)
+        let again = try fixture.client.send("POST", "/_batch", json: batch, headers: Self.key("raced"))
+        #expect(again.status == 200 && again.header("Idempotent-Replayed") == "true")
+        #expect(again.json == first.json)
+        let single = try fixture.client.send("POST", "/authors", json: #"{"name": "One"}"#, headers: Self.key("single"))
+        #expect(single.status == 201 && single.header("Idempotent-Replayed") == "true")
+        #expect(single.json.objectValue?["_id"] == .integer(2))
+        #expect(try fixture.client.send("GET", "/authors?count=exact").json.objectValue?["total"] == .integer(2))
+    }
 }

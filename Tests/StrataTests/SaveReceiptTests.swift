@@ -93,14 +93,15 @@ import Testing
         _ = try idle.insert("Audit", values: ["code": .string("later")])
         try idle.save()
         #expect(try coordinator.receipt(scope: "s", key: "idle") == nil)
-        // The same key again: the second save fails and changes nothing.
+        // The same key again, for a save that writes the same store (as a second attempt of one
+        // request does): the second save fails and changes nothing.
         let first = ObjectContext(coordinator: coordinator)
         _ = try first.insert("Order", values: ["code": .string("once")])
         first.keepReceipt(Self.receipt("once", []))
         try first.save()
         let second = ObjectContext(coordinator: coordinator)
         _ = try second.insert("Order", values: ["code": .string("twice")])
-        _ = try second.insert("Audit", values: ["code": .string("twice")])
+        _ = try second.insert("Order", values: ["code": .string("thrice")])
         second.keepReceipt(Self.receipt("once", []))
         let error = try #require(throws: ContextError.self) { try second.save() }
         #expect(error.storeError?.code == .uniqueViolation)

@@ -158,7 +158,7 @@ extension PostgreSQLStore {
         } catch {
             if error.sqlState == "23505" {
                 throw StoreError(
-                    .uniqueViolation, "a save with this idempotency key was saved already", storeURL: url)
+                    .uniqueViolation, KeptReceipt.savedAlready, storeURL: url)
             }
             throw storeError(error, "cannot keep the save's receipt")
         }

@@ -101,7 +101,7 @@ extension SQLiteStore {
         } catch {
             if error.isUniqueViolation {
                 throw StoreError(
-                    .uniqueViolation, "a save with this idempotency key was saved already", storeURL: url)
+                    .uniqueViolation, KeptReceipt.savedAlready, storeURL: url)
             }
             throw writeError(error, "cannot keep the save's receipt")
         }

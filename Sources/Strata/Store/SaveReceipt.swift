@@ -10,8 +10,9 @@ import Synchronization
 /// name, into the store that decides the save (the one durable store it writes, or the commit
 /// point of a save across stores). A save that writes no durable store keeps none: its changes do
 /// not outlive the process either. The receipt's scope and key are unique in a store: a second
-/// save with a receipt already kept fails with `.uniqueViolation`, so one key's changes are never
-/// saved twice.
+/// save with a receipt that store keeps already fails with `.uniqueViolation`, so two attempts of
+/// one request (which write the same stores, so the same store decides them) are never both
+/// saved.
 public struct SaveReceipt: Sendable, Hashable {
     /// Whose key it is (a token's name, say).
     public var scope: String
@@ -100,6 +101,10 @@ public struct KeptReceipt: Sendable, Hashable {
         }
         self.init(scope: scope, key: key, note: note, objects: objects, expires: expires)
     }
+
+    /// The message of the `.uniqueViolation` a save fails with when a receipt of its scope and
+    /// key is kept already (an earlier attempt of the same request was saved).
+    public static let savedAlready = "a save with this idempotency key was saved already"
 
     /// The name of the table a SQL store keeps receipts in.
     static let table = "_strata_receipts"

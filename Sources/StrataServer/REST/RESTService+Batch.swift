@@ -46,10 +46,13 @@ extension RESTService {
             if let receipt = Self.receipt(claim, note: note, objects: objects) { child.keepReceipt(receipt) }
         }
         let saved: [ObjectID: StoreRow]
-        do throws(Problem) {
-            saved = try commit(child, expecting: expectations, keeping: outcomes.flatMap { $0.0?.kept(model) ?? [] })
+        let keeping = outcomes.flatMap { $0.0?.kept(model) ?? [] }
+        do {
+            saved = try root.commit(child, expecting: expectations, keeping: keeping)
         } catch {
-            var problem = error
+            // Saved by an earlier attempt of the same request: its answer.
+            if let claim, let replayed = savedAlready(error, claim) { return replayed }
+            var problem = Self.problem(error, keeping: Set(keeping))
             problem.detail = "the batch was not saved: \(problem.detail)"
             throw problem
         }

@@ -77,6 +77,17 @@ extension RESTService {
         return response
     }
 
+    /// The answer of an earlier attempt of `claim`'s request when `error` says the save failed
+    /// because that attempt's receipt is kept (two attempts raced: one saved, the other must not);
+    /// nil for any other error.
+    func savedAlready(_ error: ContextError?, _ claim: IdempotencyClaim) -> HTTPResponse? {
+        guard let store = error?.storeError, store.code == .uniqueViolation, store.message == KeptReceipt.savedAlready
+        else { return nil }
+        guard let replayed = try? replay(scope: claim.scope, key: claim.key) else { return nil }
+        return HTTPResponse(
+            status: replayed.status, headers: replayed.headers + [("Idempotent-Replayed", "true")], body: replayed.body)
+    }
+
     /// One write's answer from its note and the receipt's objects.
     private func answer(_ note: [String: JSONValue], _ objects: [KeptReceipt.Object]) throws(Problem)
         -> HTTPResponse

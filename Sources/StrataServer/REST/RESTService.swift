@@ -395,7 +395,10 @@ public final class RESTService: Sendable {
                 try root.commit(child, expecting: expectations, keeping: kept, lead: lead) {
                     [self] result in
                     switch result {
-                    case .failure(let error): completion(Self.problem(error, keeping: Set(kept)).response)
+                    case .failure(let error):
+                        // Saved by an earlier attempt of the same request: its answer.
+                        if let claim, let replayed = savedAlready(error, claim) { return completion(replayed) }
+                        completion(Self.problem(error, keeping: Set(kept)).response)
                     case .success(let saved):
                         do throws(Problem) {
                             var response = try render(outcome, request, created: child, saved: saved)
@@ -599,18 +602,6 @@ public final class RESTService: Sendable {
         }
         done.wait()
         return answer.withLock { $0! }
-    }
-
-    /// Commits a child through the root's group commit; on failure nothing of it is kept.
-    /// - Returns: the states of `keeping` exactly as the commit saved them.
-    func commit(_ child: ObjectContext, expecting expectations: [ObjectID: Int64], keeping: [ObjectID])
-        throws(Problem) -> [ObjectID: StoreRow]
-    {
-        do {
-            return try root.commit(child, expecting: expectations, keeping: keeping)
-        } catch {
-            throw Self.problem(error, keeping: Set(keeping))
-        }
     }
 
     /// The problem for a failed commit. A change that is valid itself but would leave another,
