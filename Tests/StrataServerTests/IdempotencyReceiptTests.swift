@@ -148,4 +148,40 @@ import Testing
         #expect(single.json.objectValue?["_id"] == .integer(2))
         #expect(try fixture.client.send("GET", "/authors?count=exact").json.objectValue?["total"] == .integer(2))
     }
+
+    /// `PATCH` and `DELETE` of a filtered collection keep a receipt too: the retry after the
+    /// crash is answered with the count (and the objects) and changes nothing again.
+    @Test func aBatchChangeWhoseAnswerWasLostIsAnsweredFromItsReceipt() throws {
+        let folder = TemporaryDirectory()
+        let representation = Self.key("patch").merging(["Prefer": "return=representation"]) { a, _ in a }
+        var patched: ClientResponse
+        do {
+            let fixture = try ServerFixture { $0.dataDirectory = folder.url.path }
+            let client = fixture.client
+            for name in ["Ann", "Bob", "Cy"] {
+                #expect(try client.send("POST", "/authors", json: #"{"name": "\#(name)"}"#).status == 201)
+            }
+            patched = try client.send(
+                "PATCH", "/authors?name=in.(Ann,Bob)", json: #"{"born": "1950-01-01T00:00:00Z"}"#,
+                headers: representation)
+            #expect(patched.status == 200)
+            #expect(try client.send("DELETE", "/authors?name=eq.Cy", headers: Self.key("delete")).status == 200)
+            fixture.server.stop()
+        }
+        try Self.forgetAnswers(["patch", "delete"], in: folder)
+        let fixture = try Self.restarted(folder)
+        let client = fixture.client
+        // A new author the DELETE's filter matches: a second run would delete it.
+        #expect(try client.send("POST", "/authors", json: #"{"name": "Cy"}"#).status == 201)
+        let patch = try client.send(
+            "PATCH", "/authors?name=in.(Ann,Bob)", json: #"{"born": "1950-01-01T00:00:00Z"}"#, headers: representation)
+        #expect(patch.status == 200 && patch.header("Idempotent-Replayed") == "true")
+        #expect(patch.json == patched.json)
+        let delete = try client.send("DELETE", "/authors?name=eq.Cy", headers: Self.key("delete"))
+        #expect(delete.status == 200 && delete.header("Idempotent-Replayed") == "true")
+        #expect(delete.json == .object(["count": .integer(1)]))
+        let items = try client.send("GET", "/authors?order=name").json.objectValue?["items"]?.arrayValue ?? []
+        #expect(items.map { $0.objectValue?["name"] } == [.string("Ann"), .string("Bob"), .string("Cy")])
+        #expect(items.map { $0.objectValue?["_version"] } == [.integer(2), .integer(2), .integer(1)])
+    }
 }

@@ -46,6 +46,9 @@ public struct BatchUpdateRequest: Sendable, Hashable {
     /// The most objects the request may match: when more match, it fails with
     /// ``ContextError/Code/tooManyAffected`` and nothing changes. Nil: no limit.
     public var maxAffected: Int?
+    /// A receipt to keep with the change (see ``SaveReceipt``), naming the matched objects
+    /// (its own `objects` are replaced by them); nil: none.
+    public var receipt: SaveReceipt?
 
     /// Creates a request.
     public init(
@@ -90,6 +93,9 @@ public struct BatchDeleteRequest: Sendable, Hashable {
     /// The most objects the request may match (those cascaded to are not counted): when more
     /// match, it fails with ``ContextError/Code/tooManyAffected`` and nothing changes. Nil: no limit.
     public var maxAffected: Int?
+    /// A receipt to keep with the delete (see ``SaveReceipt``), naming the matched objects (not
+    /// those the delete rules reach; its own `objects` are replaced by them); nil: none.
+    public var receipt: SaveReceipt?
 
     /// Creates a request.
     public init(fetchRequest: FetchRequest, resultType: BatchResultType = .count) {
@@ -145,6 +151,7 @@ extension StoreCoordinator {
             guard !rows.isEmpty else { return BatchResult(count: 0, changes: .none) }
             var save = SaveRequest(authorship: authorship)
             save.updates = rows.map { StoreUpdate(id: $0.id, expectedVersion: $0.version, attributes: values) }
+            save.receipts = Self.receipts(request.receipt, rows)
             let result: SaveResult
             do {
                 result = try self.save(save)
@@ -193,6 +200,7 @@ extension StoreCoordinator {
             try plan.expand(from: rows)
             var save = try plan.saveRequest()
             save.authorship = authorship
+            save.receipts = Self.receipts(request.receipt, rows)
             let result: SaveResult
             do {
                 result = try self.save(save)
@@ -285,6 +293,13 @@ extension StoreCoordinator {
 }
 
 extension StoreCoordinator {
+    /// `receipt` naming the matched objects `rows`.
+    static func receipts(_ receipt: SaveReceipt?, _ rows: [StoreRow]) -> [SaveReceipt] {
+        guard var receipt else { return [] }
+        receipt.objects = rows.map(\.id)
+        return [receipt]
+    }
+
     /// A batch update made in a private context, object by object: for models with derived
     /// attributes, which every save computes from the objects it writes and the ones they reach.
     func executeInContext(
@@ -295,6 +310,9 @@ extension StoreCoordinator {
             try validate(values, of: request.entityName, rows: objects.map { StoreRow(id: $0.objectID) })
             for object in objects {
                 for (name, value) in values { try object.setValue(value, forKey: name) }
+            }
+            for receipt in Self.receipts(request.receipt, objects.map { StoreRow(id: $0.objectID) }) {
+                context.keepReceipt(receipt)
             }
             try context.save()
             return objects.map { object in
@@ -316,6 +334,7 @@ extension StoreCoordinator {
                 rows.append((try? context.snapshot(of: object.objectID)) ?? StoreRow(id: object.objectID))
             }
             for object in objects { try context.delete(object) }
+            for receipt in Self.receipts(request.receipt, rows) { context.keepReceipt(receipt) }
             try context.save()
             return rows
         } keep: {

@@ -63,9 +63,20 @@ extension RESTService {
     /// of matched objects (`{"count": N}`), the objects too with `Prefer: return=representation`
     /// (an update's as it saved them, a delete's as they were, to-many lists empty), or 204 with
     /// `Prefer: return=minimal`.
-    func batchChange(_ entity: String, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+    /// With `claim` (an `Idempotency-Key`), the change keeps a receipt naming the matched objects.
+    func batchChange(_ entity: String, _ request: HTTPRequest, claim: IdempotencyClaim? = nil) throws(Problem)
+        -> HTTPResponse
+    {
         let predicate = try batchPredicate(entity, request)
         let preferences = try BatchChangePreferences(request.header("prefer"))
+        let note = JSONValue.object([
+            "batchChange": .object([
+                "delete": .bool(request.method == "DELETE"), "representation": .bool(preferences.representation),
+                "minimal": .bool(preferences.minimal),
+                "applied": .string(preferences.applied.joined(separator: ", ")),
+            ])
+        ])
+        let receipt = Self.receipt(claim, note: note, objects: [])
         let child = root.newChildContext()
         let start = changeFeed?.knownToken
         let type: BatchResultType = preferences.representation ? .objects : .count
@@ -77,6 +88,7 @@ extension RESTService {
                 fetch.affectedStores = homeStores[entity]
                 var delete = BatchDeleteRequest(fetchRequest: fetch, resultType: type)
                 delete.maxAffected = preferences.maxAffected
+                delete.receipt = receipt
                 result = try child.execute(delete)
             } else {
                 var update = BatchUpdateRequest(
@@ -84,9 +96,11 @@ extension RESTService {
                     resultType: type)
                 update.affectedStores = homeStores[entity]
                 update.maxAffected = preferences.maxAffected
+                update.receipt = receipt
                 result = try child.execute(update)
             }
         } catch {
+            if let claim, let replayed = savedAlready(error, claim) { return replayed }
             // A delete that would leave a stored object without a required relationship conflicts
             // with the stored state (409); an update's values that break a rule do not fit (422).
             throw request.method == "DELETE" ? Self.problem(error, keeping: []) : Problem(error)

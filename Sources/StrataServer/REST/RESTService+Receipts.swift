@@ -60,6 +60,11 @@ extension RESTService {
         guard let kept, case .object(let note)? = try? JSONValue.parse(Array(kept.note.utf8)) else { return nil }
         var headers: [(name: String, value: String)] = []
         if let changeFeed { headers.append((Self.historyTokenHeader, changeFeed.knownToken.description)) }
+        if let change = note["batchChange"]?.objectValue {
+            var response = try batchChangeAnswer(change, kept.objects)
+            response.headers += headers
+            return response
+        }
         if let results = note["results"]?.arrayValue {
             var rebuilt: [JSONValue] = []
             for result in results {
@@ -86,6 +91,36 @@ extension RESTService {
         guard let replayed = try? replay(scope: claim.scope, key: claim.key) else { return nil }
         return HTTPResponse(
             status: replayed.status, headers: replayed.headers + [("Idempotent-Replayed", "true")], body: replayed.body)
+    }
+
+    /// A batch change's answer from its note and the matched objects: their count, and with
+    /// `return=representation` each updated object as ``shown(_:version:)`` shows it, each
+    /// deleted one as its `_id` (its values went with it).
+    private func batchChangeAnswer(_ note: [String: JSONValue], _ objects: [KeptReceipt.Object]) throws(Problem)
+        -> HTTPResponse
+    {
+        var headers: [(name: String, value: String)] = []
+        if let applied = note["applied"]?.stringValue, !applied.isEmpty {
+            headers.append(("Preference-Applied", applied))
+        }
+        if note["minimal"] == .bool(true) { return HTTPResponse(status: 204, headers: headers) }
+        var body = Array(#"{"count":"#.utf8)
+        JSONValue.writeInteger(Int64(objects.count), to: &body)
+        if note["representation"] == .bool(true) {
+            body += Array(#","items":["#.utf8)
+            for (index, object) in objects.enumerated() {
+                guard let id = object.id else { continue }
+                if index > 0 { body.append(UInt8(ascii: ",")) }
+                if note["delete"] == .bool(true) {
+                    body += JSONValue.object([ObjectCodec.idKey: id.primaryKey.map { .integer($0) } ?? .null]).jsonBytes
+                } else {
+                    body += try shown(id, version: object.version).body
+                }
+            }
+            body.append(UInt8(ascii: "]"))
+        }
+        body.append(UInt8(ascii: "}"))
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")] + headers, body: body)
     }
 
     /// One write's answer from its note and the receipt's objects.

@@ -499,7 +499,9 @@ public final class RESTService: Sendable {
             return response
         case .collection(let entity):
             if method == "GET" { return try list(entity, request) }
-            if method == "PATCH" || method == "DELETE" { return try batchChange(entity, request) }
+            if method == "PATCH" || method == "DELETE" {
+                return try batchChange(entity, request, claim: context.idempotencyClaim)
+            }
         case .item(let entity, let id):
             if method == "GET" { return try read(entity, id, request) }
         case .bulk: break
