@@ -502,8 +502,8 @@ def main():
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--kill-server", action="store_true")
-    # Above 120 s: a server killed while answering a push leaves its idempotency claim in a shared
-    # PostgreSQL ledger running for 120 s, and the replica waits that long before a new key.
+    # Above 30 s: a server killed while answering a push leaves its idempotency claim in a shared
+    # PostgreSQL ledger running for 30 s, and the replica's retries wait that long.
     parser.add_argument("--timeout", type=float, default=180)
     parser.add_argument("--servers", type=int, default=1, help="servers over the PostgreSQL store (with --postgresql)")
     parser.add_argument("--postgresql", action="store_true",

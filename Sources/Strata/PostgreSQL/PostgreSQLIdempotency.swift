@@ -9,13 +9,17 @@ import Synchronization
 /// winner. The answer is written when the request ends; while the database cannot take it (a
 /// primary failing over) it is written again in the background until it can, for as long as
 /// ``inFlightSeconds``. An unanswered claim of another server counts as running for
-/// ``inFlightSeconds`` after it was made, and as interrupted after that.
+/// ``inFlightSeconds`` after it was made, and as interrupted after that: a retry is then answered
+/// from the receipt its save kept, or takes the key over and runs (see ``SaveReceipt``; a receipt
+/// is unique per key in the store deciding the save, so a first attempt still running cannot
+/// also be saved — whichever commits second fails and answers as the first).
 final class PostgreSQLIdempotency: @unchecked Sendable {
     // Safe to share: the store's pool lends connections one at a time; `running` and `pending`
     // live behind locks; the rest is immutable.
     static let table = "_strata_idempotency"
-    /// How long another server's unanswered claim is taken to be running.
-    static let inFlightSeconds = 120.0
+    /// How long another server's unanswered claim is taken to be running: longer than writes
+    /// take, short enough that a server that died holding a key holds its client back briefly.
+    static let inFlightSeconds = 30.0
 
     private let store: PostgreSQLStore
     private let lifetime: TimeInterval
