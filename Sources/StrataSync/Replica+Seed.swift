@@ -28,6 +28,11 @@ extension Replica {
     /// local objects equal to it, except the objects local changes wait to be pushed for; the
     /// feed then follows from the export's token. The first seed, and the answer to `410`.
     func seedLocked() throws {
+        if configuration.seedSource == .lists {
+            try seedFromLists()
+            stats.withLock { $0.seeds += 1 }
+            return
+        }
         let folder = configuration.directory.appendingPathComponent(".strata-seed-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -43,30 +48,99 @@ extension Replica {
         let staging = StoreCoordinator(model: configuration.model)
         let staged = try staging.addStore(type: .sqlite, url: target, options: StoreOptions(readOnly: true))
         defer { staging.remove(staged) }
-        try reconcile(with: staged, token: token)
-        stats.withLock { $0.seeds += 1 }
-    }
-
-    /// Makes the local objects those of `staged` (a snapshot of the server at `token`), leaving
-    /// alone the objects with local changes waiting to be pushed and the local inserts.
-    private func reconcile(with staged: any PersistentStore, token: String) throws {
-        let pending = try pendingKeys()
-        var write = LocalWrite()
-        var seen = Set<String>()
+        var objects: [SeedObject] = []
         for entity in replicated.sorted() {
             var request = FetchRequest(entityName: entity, includesSubentities: false)
             request.predicate = predicates[entity]
             for row in try staged.fetch(request) {
                 guard let key = row.id.primaryKey, row.id.entityName == entity else { continue }
-                let objectKey = objectKey(entity, key)
-                seen.insert(objectKey)
-                guard !pending.contains(objectKey) else { continue }
-                let id = localID(entity, key)
-                let exists = try store.row(for: id) != nil
-                if exists, try record(entity, key)?.serverVersion == row.version { continue }
-                write.put(id, try stagedValues(row, staged), exists: exists)
-                try noteVersion(entity, key, row.version, in: &write)
+                objects.append(SeedObject(entity: entity, key: key, version: row.version) { [self] () throws in
+                    try stagedValues(row, staged)
+                })
             }
+        }
+        try reconcile(objects, token: token)
+        stats.withLock { $0.seeds += 1 }
+    }
+
+    /// One object of the server's copy: its values made when they are written.
+    struct SeedObject {
+        var entity: String
+        var key: Int64
+        var version: Int64
+        var values: () throws -> ObjectValues
+    }
+
+    /// Copies the server's objects from the replicated entities' lists (see ``SeedSource/lists``):
+    /// the most specific entities first, so that an object a parent's list shows again is kept
+    /// as the subentity's.
+    private func seedFromLists() throws {
+        let model = configuration.model
+        func depth(_ entity: String) -> Int {
+            var depth = 0
+            var current = model.entity(named: entity)?.parent
+            while let parent = current {
+                depth += 1
+                current = model.entity(named: parent)?.parent
+            }
+            return depth
+        }
+        let ordered = replicated.filter { model.entity(named: $0)?.isAbstract != true }.sorted {
+            (depth($0), $1) > (depth($1), $0)
+        }
+        var token: String?
+        var objects: [SeedObject] = []
+        var claimed = Set<String>()
+        for entity in ordered {
+            var path = "/" + model.resourcePath(of: entity) + "?order=_id&limit=1000"
+            if let predicate = predicates[entity] { path += "&where=" + Self.escape(predicate.predicateFormat) }
+            var next: String? = path
+            while let current = next {
+                path = current
+                let response = try transport { () throws(SyncTransportError) in try http.send("GET", path) }
+                guard response.status == 200, let page = response.json.objectValue,
+                    let items = page["items"]?.arrayValue
+                else { throw failure(response, "GET \(path)") }
+                if token == nil {
+                    guard let first = response.header("strata-history-token") else {
+                        throw SyncError("the server's lists carry no Strata-History-Token: it records no history")
+                    }
+                    token = first
+                }
+                for item in items {
+                    guard let object = item.objectValue, case .integer(let key)? = object["_id"],
+                        case .integer(let version)? = object["_version"],
+                        claimed.insert(objectKey(entity, key)).inserted
+                    else { continue }
+                    objects.append(
+                        SeedObject(entity: entity, key: key, version: version) { [self] in
+                            values(from: object, entity: entity)
+                        })
+                }
+                // The next page's path (the same query with the cursor), or null after the last.
+                next = page["next"]?.stringValue.flatMap { $0.hasPrefix("/") ? $0 : nil }
+            }
+        }
+        guard let token else { throw SyncError("the server lists no replicated entity") }
+        try reconcile(objects, token: token)
+    }
+
+    /// Makes the local objects `objects` (the server's at `token`), leaving alone the objects
+    /// with local changes waiting to be pushed and the local inserts.
+    private func reconcile(_ objects: [SeedObject], token: String) throws {
+        let pending = try pendingKeys()
+        var write = LocalWrite()
+        var seen = Set<String>()
+        for object in objects {
+            let (entity, key) = (object.entity, object.key)
+            let objectKey = objectKey(entity, key)
+            seen.insert(objectKey)
+            guard !pending.contains(objectKey) else { continue }
+            let id = localID(entity, key)
+            let exists = try store.row(for: id) != nil
+            if exists, try record(entity, key)?.serverVersion == object.version { continue }
+            write.put(id, try object.values(), exists: exists)
+            try noteVersion(entity, key, object.version, in: &write)
         }
         for entity in replicated.sorted() {
             for row in try store.fetch(FetchRequest(entityName: entity, includesSubentities: false)) {

@@ -43,6 +43,8 @@ public struct ReplicaConfiguration: Sendable {
     public var keptHistory = 10_000
     /// The shortest and longest wait between retries after a failure, in seconds (doubling).
     public var retryDelays: ClosedRange<Double> = 0.05...5
+    /// Where the first copy of the server's objects (and the copy after `410`) comes from.
+    public var seedSource: SeedSource = .export
 
     /// Creates a configuration.
     public init(server: URL, model: ObjectModel, directory: URL, entities: [String: String?]? = nil) {
@@ -66,6 +68,20 @@ public struct ReplicaConfiguration: Sendable {
         }
         return defaultPolicy
     }
+}
+
+/// Where a replica copies the server's objects from when it starts (and when the history it
+/// follows is no longer kept).
+public enum SeedSource: String, Sendable, CaseIterable {
+    /// `GET /_export`: one file read from one snapshot of every store, and the history token of
+    /// exactly that snapshot.
+    case export
+    /// Each replicated entity's list, paged by `_id` (`order=_id&limit=1000`, then each page's
+    /// `next`; the entity's predicate as `where=`): for servers whose export a client may not read, or
+    /// replicas of a few objects of a large set. The feed then follows from the history token the
+    /// first page carries, which no page is older than: what changed while the pages were read
+    /// comes again through the feed, and is applied by version.
+    case lists
 }
 
 /// Why a replica could not do what it was asked.

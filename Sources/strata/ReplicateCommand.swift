@@ -21,6 +21,7 @@ enum ReplicateCommand {
         var host = "127.0.0.1"
         var wait = 25.0
         var once = false
+        var seed = SeedSource.export
     }
 
     static let interface = CommandInterface<Settings>(
@@ -28,7 +29,7 @@ enum ReplicateCommand {
         synopsis: "--from URL --data-dir DIR [--entities A,B] [--writable] [--port N] [options]",
         abstract: """
             Keeps a local copy of a Strata server's objects in DIR/default.sqlite: reads the server's
-            export (GET /_export) once, then follows its change feed (GET /_changes, long-polled) and
+            export (GET /_export, or with --seed lists each entity's list) once, then follows its change feed (GET /_changes, long-polled) and
             applies each page in one local transaction that also records the feed's token, so a
             restart resumes where it stopped. With --writable, local saves (through --port, or any
             process writing the store) are sent back as _batch requests with If-Match and an
@@ -90,6 +91,14 @@ enum ReplicateCommand {
                 $0.wait = try $1.number(0...60, above: true, "seconds above 0, at most 60")
             },
             .flag("--once", help: "catch up with the server (and push local saves) once, then exit") { $0.once = $1 },
+            .value(
+                "--seed", "FROM", default: "export",
+                help: "where the first copy comes from: export (GET /_export, one snapshot) or lists (each entity's "
+                    + "list, paged by _id, filtered by --where on the server)"
+            ) { settings, value in
+                guard let source = SeedSource(rawValue: value.text) else { throw value.invalid("takes export or lists") }
+                settings.seed = source
+            },
         ],
         discussion: """
             The replica's store is served with the model strata replicate writes beside it:
@@ -206,6 +215,7 @@ enum ReplicateCommand {
         configuration.defaultPolicy = settings.defaultPolicy
         configuration.pushes = settings.writable
         configuration.pullWait = settings.wait
+        configuration.seedSource = settings.seed
         if let bearer = settings.bearer { configuration.headers["Authorization"] = "Bearer \(bearer)" }
         return configuration
     }

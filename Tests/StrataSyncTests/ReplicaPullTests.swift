@@ -73,3 +73,42 @@ import Testing
         #expect(replica.statistics.pushRequests == 0)
     }
 }
+
+/// A replica seeded from the entities' lists (``SeedSource/lists``) rather than the export.
+@Suite struct ReplicaListSeedTests {
+    @Test func seedsFromPagedListsThenFollowsTheFeed() throws {
+        let fixture = try SyncFixture()
+        // Past one page of 1,000, with relationships both ways and a many-to-many.
+        let names = (0..<1_203).map { #"{"name": "Author \#($0)"}"# }
+        try fixture.send("POST", "/authors/_bulk", "[" + names.joined(separator: ",") + "]", expect: 201)
+        let tag = try fixture.create("/tags", #"{"name": "sf"}"#)
+        _ = try fixture.create("/books", #"{"title": "One", "author": 7, "tags": [\#(tag)], "price": "9.50"}"#)
+        _ = try fixture.create("/books", #"{"title": "Two", "author": 1203}"#)
+        try fixture.send("DELETE", "/authors/2", expect: 204)
+        let replica = try fixture.replica { $0.seedSource = .lists }
+        try replica.synchronize()
+        #expect(replica.statistics.seeds == 1)
+        try fixture.expectConverged(replica)
+        // The feed follows from the first page's token.
+        try fixture.send("PATCH", "/authors/1203", #"{"email": "last@example.org"}"#, expect: 200)
+        try fixture.send("DELETE", "/books/1", expect: 204)
+        try waitUntil(seconds: 30) {
+            try replica.synchronize()
+            return try fixture.converged(replica)
+        }
+        try fixture.expectConverged(replica)
+        #expect(replica.statistics.seeds == 1)
+    }
+
+    @Test func aPredicateFiltersTheListsOnTheServer() throws {
+        let fixture = try SyncFixture()
+        for name in ["Ann", "Bob", "Abe"] { _ = try fixture.create("/authors", #"{"name": "\#(name)"}"#) }
+        let replica = try fixture.replica {
+            $0.seedSource = .lists
+            $0.entities = ["Author": "name BEGINSWITH 'A'"]
+        }
+        try replica.synchronize()
+        let local = try SyncFixture.localObjects(replica, "Author")
+        #expect(Set(local.values.compactMap { $0.objectValue?["name"]?.stringValue }) == ["Ann", "Abe"])
+    }
+}

@@ -48,17 +48,21 @@ final class SyncFixture: Sendable {
         return id
     }
 
-    /// The server's objects of `entity` as comparable JSON (without versions).
+    /// The server's objects of `entity` as comparable JSON (without versions), every page.
     func serverObjects(_ entity: String) throws -> [Int64: JSONValue] {
-        let path = "/" + (try ObjectModel.example).resourcePath(of: entity) + "?limit=1000"
+        var path: String? = "/" + (try ObjectModel.example).resourcePath(of: entity) + "?limit=1000"
         var objects: [Int64: JSONValue] = [:]
-        for item in try send("GET", path, expect: 200).objectValue?["items"]?.arrayValue ?? [] {
-            guard var members = item.objectValue, case .integer(let id)? = members["_id"] else { continue }
-            members["_version"] = nil
-            for (name, value) in members {
-                if let array = value.arrayValue { members[name] = .array(Self.sorted(array)) }
+        while let current = path {
+            let page = try send("GET", current, expect: 200).objectValue
+            for item in page?["items"]?.arrayValue ?? [] {
+                guard var members = item.objectValue, case .integer(let id)? = members["_id"] else { continue }
+                members["_version"] = nil
+                for (name, value) in members {
+                    if let array = value.arrayValue { members[name] = .array(Self.sorted(array)) }
+                }
+                objects[id] = .object(members)
             }
-            objects[id] = .object(members)
+            path = page?["next"]?.stringValue
         }
         return objects
     }
