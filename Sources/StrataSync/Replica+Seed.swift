@@ -54,9 +54,10 @@ extension Replica {
             request.predicate = predicates[entity]
             for row in try staged.fetch(request) {
                 guard let key = row.id.primaryKey, row.id.entityName == entity else { continue }
-                objects.append(SeedObject(entity: entity, key: key, version: row.version) { [self] () throws in
-                    try stagedValues(row, staged)
-                })
+                objects.append(
+                    SeedObject(entity: entity, key: key, version: row.version) { [self] () throws in
+                        try stagedValues(row, staged)
+                    })
             }
         }
         try reconcile(objects, token: token)

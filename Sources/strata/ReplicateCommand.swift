@@ -29,13 +29,13 @@ enum ReplicateCommand {
         synopsis: "--from URL --data-dir DIR [--entities A,B] [--writable] [--port N] [options]",
         abstract: """
             Keeps a local copy of a Strata server's objects in DIR/default.sqlite: reads the server's
-            export (GET /_export, or with --seed lists each entity's list) once, then follows its change feed (GET /_changes, long-polled) and
-            applies each page in one local transaction that also records the feed's token, so a
-            restart resumes where it stopped. With --writable, local saves (through --port, or any
-            process writing the store) are sent back as _batch requests with If-Match and an
-            Idempotency-Key, conflicts settled by each entity's --policy. When the server no longer
-            keeps the history after the replica's token (410), the replica reads the export again,
-            keeping its unsent changes.
+            export (GET /_export, or with --seed lists each entity's list) once, then follows its
+            change feed (GET /_changes, long-polled) and applies each page in one local transaction
+            that also records the feed's token, so a restart resumes where it stopped. With
+            --writable, local saves (through --port, or any process writing the store) are sent back
+            as _batch requests with If-Match and an Idempotency-Key, conflicts settled by each
+            entity's --policy. When the server no longer keeps the history after the replica's token
+            (410), the replica copies the server again, keeping its unsent changes.
             """,
         options: [
             .value("--from", "URL", environment: "STRATA_REPLICATE_FROM", help: "the server to replicate") {
@@ -93,10 +93,11 @@ enum ReplicateCommand {
             .flag("--once", help: "catch up with the server (and push local saves) once, then exit") { $0.once = $1 },
             .value(
                 "--seed", "FROM", default: "export",
-                help: "where the first copy comes from: export (GET /_export, one snapshot) or lists (each entity's "
-                    + "list, paged by _id, filtered by --where on the server)"
+                help: "the first copy: export (GET /_export) or lists (each entity's list, paged)"
             ) { settings, value in
-                guard let source = SeedSource(rawValue: value.text) else { throw value.invalid("takes export or lists") }
+                guard let source = SeedSource(rawValue: value.text) else {
+                    throw value.invalid("takes export or lists")
+                }
                 settings.seed = source
             },
         ],
