@@ -6,7 +6,12 @@ changes on the server while the replica is away (single-object POSTs, one transa
 several keep-alive connections; or --bulk: `POST /authors/_bulk` of 1,000 objects per transaction),
 then times `strata replicate --once` catching up, and prints one table row.
 
+With --follow N instead: a replica runs (`strata replicate --port 0`, serving its copy) while N
+writes are made on the server one after another; each write's lag is the time from the server's
+answer until the replica serves the object; prints p50, p99 and the largest.
+
 Usage: scripts/sync-catchup-bench.py [--binary .build/release/strata] [--changes 100000] [--bulk]
+       scripts/sync-catchup-bench.py [--binary .build/release/strata] --follow 500
 """
 
 import argparse
@@ -69,11 +74,60 @@ def write(port, changes, bulk, connections=4):
         t.join()
 
 
+def follow(binary, port, folder, writes):
+    """The replica's lag behind `writes` sequential creations on the server."""
+    log = open(os.path.join(folder, "replica.log"), "ab")
+    replica = subprocess.Popen([binary, "replicate", "--from", f"http://127.0.0.1:{port}", "--data-dir",
+                                os.path.join(folder, "follower"), "--port", "0", "--wait", "25"],
+                               stdout=log, stderr=subprocess.PIPE, text=True)
+    try:
+        served = None
+        while served is None:
+            line = replica.stderr.readline()
+            if not line:
+                break
+            if "serving the replica on http://" in line:
+                served = int(line.strip().rsplit(":", 1)[1])
+        # The rest of its messages go unread into the pipe's buffer: a thread drains them.
+        threading.Thread(target=lambda: [None for _ in replica.stderr], daemon=True).start()
+        if served is None:
+            print("the replica did not start serving")
+            return 1
+        origin = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        copy = http.client.HTTPConnection("127.0.0.1", served, timeout=30)
+        lags = []
+        for n in range(writes):
+            origin.request("POST", "/authors", body=json.dumps({"name": f"follow-{n}"}),
+                           headers={"Content-Type": "application/json"})
+            response = origin.getresponse()
+            created = json.loads(response.read())["_id"]
+            start = time.perf_counter()
+            while True:
+                copy.request("GET", f"/authors/{created}")
+                answer = copy.getresponse()
+                answer.read()
+                if answer.status == 200:
+                    break
+                if time.perf_counter() - start > 30:
+                    print(f"write {n} was not served by the replica within 30 s")
+                    return 1
+                time.sleep(0.001)
+            lags.append(time.perf_counter() - start)
+        lags.sort()
+        print(f"| follow {writes} sequential writes | p50 {lags[len(lags) // 2] * 1000:.1f} ms "
+              f"| p99 {lags[len(lags) * 99 // 100] * 1000:.1f} ms | max {lags[-1] * 1000:.1f} ms |")
+        return 0
+    finally:
+        replica.terminate()
+        replica.wait()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", default=".build/release/strata")
     parser.add_argument("--changes", type=int, default=100000)
     parser.add_argument("--bulk", action="store_true")
+    parser.add_argument("--follow", type=int, default=0, help="measure a running replica's lag over this many writes")
     arguments = parser.parse_args()
     binary = os.path.abspath(arguments.binary)
     folder = tempfile.mkdtemp(prefix="strata-sync-catchup-")
@@ -85,6 +139,8 @@ def main():
         if not wait_ready(port):
             print("the server did not start")
             return 1
+        if arguments.follow:
+            return follow(binary, port, folder, arguments.follow)
         replica = [binary, "replicate", "--from", f"http://127.0.0.1:{port}", "--data-dir",
                    os.path.join(folder, "replica"), "--once"]
         subprocess.run(replica, check=True, capture_output=True)
