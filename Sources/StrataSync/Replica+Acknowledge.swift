@@ -57,22 +57,11 @@ extension Replica {
     /// objects pointing at it in the state; the second inserts it at its server key and points
     /// those objects at it. Each step is recorded in the state, so a crash between them resumes.
     func finishRekeying() throws {
+        try captureRekeyed()
         var state = try state()
         guard let text = state.rekeying,
-            var rekeys = try? JSONDecoder().decode([Rekey].self, from: Data(text.utf8))
+            let rekeys = try? JSONDecoder().decode([Rekey].self, from: Data(text.utf8))
         else { return }
-        if rekeys.contains(where: { $0.captured == nil }) {
-            var write = LocalWrite()
-            for index in rekeys.indices where rekeys[index].captured == nil {
-                let id = localID(rekeys[index].entity, rekeys[index].from)
-                guard let row = try store.row(for: id) else { continue }
-                rekeys[index].captured = try capture(row)
-                write.delete(id)
-            }
-            state.rekeying = String(decoding: try JSONEncoder().encode(rekeys), as: UTF8.self)
-            write.state = state
-            try commit(write, "rekeying")
-        }
         // References among the moved objects follow them too, as do references to local keys
         // moved earlier (a local save between an earlier capture and its delete may have
         // pointed at the old key).
@@ -117,6 +106,26 @@ extension Replica {
         state.rekeying = nil
         write.state = state
         try commit(write, "rekeyed")
+    }
+
+    /// The first step of ``finishRekeying()``: removes each object moving to a server key that
+    /// is not captured yet, recording its values and the objects pointing at it in the state.
+    func captureRekeyed() throws {
+        var state = try state()
+        guard let text = state.rekeying,
+            var rekeys = try? JSONDecoder().decode([Rekey].self, from: Data(text.utf8)),
+            rekeys.contains(where: { $0.captured == nil })
+        else { return }
+        var write = LocalWrite()
+        for index in rekeys.indices where rekeys[index].captured == nil {
+            let id = localID(rekeys[index].entity, rekeys[index].from)
+            guard let row = try store.row(for: id) else { continue }
+            rekeys[index].captured = try capture(row)
+            write.delete(id)
+        }
+        state.rekeying = String(decoding: try JSONEncoder().encode(rekeys), as: UTF8.self)
+        write.state = state
+        try commit(write, "rekeying")
     }
 
     /// The objects whose to-one relationships still point at `id` (removed by the first step of
