@@ -73,18 +73,24 @@ struct Rekey: Codable, Sendable, Hashable {
     var entity: String
     var from: Int64
     var to: Int64
-    /// The object's values and the objects whose to-one relationships point at it, captured when
-    /// the old object was removed (the second step inserts the new one from them).
+    /// The object's values and the objects pointing at it, captured when the old object was
+    /// removed (the second step inserts the new one from them and points those objects at it).
     var captured: CapturedObject?
+    /// The last local history transaction before the capture: saves after it may point at the
+    /// old key.
+    var capturedAfter: Int64?
 }
 
-/// An object's values in JSON form, with the to-one references into it.
+/// An object's values in JSON form, with the references into it.
 struct CapturedObject: Codable, Sendable, Hashable {
     var attributes: [String: String]
     var toOne: [String: Reference]
     var toMany: [String: [Reference]]
-    /// Objects whose to-one relationship `name` pointed at the object.
+    /// Objects whose to-one relationship `relationship` pointed at the object.
     var referrers: [Referrer]
+    /// Objects whose to-many relationship without an inverse listed the object (the capture
+    /// removes those pairs with it); absent in a capture written without it.
+    var lists: [ListEntry]?
 
     struct Reference: Codable, Sendable, Hashable {
         var entity: String
@@ -95,5 +101,13 @@ struct CapturedObject: Codable, Sendable, Hashable {
         var entity: String
         var key: Int64
         var relationship: String
+    }
+
+    struct ListEntry: Codable, Sendable, Hashable {
+        var entity: String
+        var key: Int64
+        var relationship: String
+        /// The object's place in an ordered list.
+        var position: Int?
     }
 }

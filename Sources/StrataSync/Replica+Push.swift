@@ -88,7 +88,7 @@ extension Replica {
         var operations: [PushOperation] = []
         var refs: [String: Int] = [:]
         var done = Set<String>()
-        for change in transaction.changes {
+        for change in try pushOrder(transaction) {
             guard let historyKey = change.objectID.primaryKey else { continue }
             let entity = change.objectID.entityName
             let key = objectKey(entity, historyKey)
@@ -129,6 +129,82 @@ extension Replica {
         return PushPlan(
             transaction: transaction.number, attempt: attempt, key: "\(replicaID)-\(transaction.number)-\(attempt)",
             operations: operations, overrides: overrides)
+    }
+
+    /// `transaction`'s changes, the first of each object, in an order a `_batch` takes: an object
+    /// the transaction inserts comes before the changes whose bodies refer to it (a body names a
+    /// new object as `{"$ref": n}` of an earlier operation, and a relationship without an inverse
+    /// has no other side to set it from), the transaction's order otherwise. In a cycle of new
+    /// objects, the object first in the transaction's order is sent before what it refers to.
+    func pushOrder(_ transaction: HistoryTransaction) throws -> [HistoryChange] {
+        var changes: [HistoryChange] = []
+        var index: [String: Int] = [:]
+        for change in transaction.changes {
+            guard let key = change.objectID.primaryKey else { continue }
+            let object = objectKey(change.objectID.entityName, key)
+            guard index[object] == nil else { continue }
+            index[object] = changes.count
+            changes.append(change)
+        }
+        var inserted = Set<Int>()
+        for (position, change) in changes.enumerated() where change.kind == .insert {
+            let key = change.objectID.primaryKey!
+            if key >= SyncSchema.localKeyBase, try serverKey(change.objectID.entityName, key) == nil {
+                inserted.insert(position)
+            }
+        }
+        guard !inserted.isEmpty, changes.count > 1 else { return changes }
+        var dependencies = [[Int]](repeating: [], count: changes.count)
+        for (position, change) in changes.enumerated() where change.kind != .delete {
+            let entity = change.objectID.entityName
+            let historyKey = change.objectID.primaryKey!
+            guard let row = try store.row(for: localID(entity, try serverKey(entity, historyKey) ?? historyKey))
+            else { continue }
+            for target in try references(of: row) {
+                guard let key = target.primaryKey, let other = index[objectKey(target.entityName, key)],
+                    other != position, inserted.contains(other)
+                else { continue }
+                dependencies[position].append(other)
+            }
+        }
+        // Depth first without recursion (a chain of new objects may be long): each change after
+        // the inserts it refers to.
+        var ordered: [HistoryChange] = []
+        var visited = [Bool](repeating: false, count: changes.count)
+        for start in changes.indices where !visited[start] {
+            visited[start] = true
+            var stack = [(node: start, next: 0)]
+            while let (node, next) = stack.last {
+                if next < dependencies[node].count {
+                    stack[stack.count - 1].next += 1
+                    let other = dependencies[node][next]
+                    if !visited[other] {
+                        visited[other] = true
+                        stack.append((other, 0))
+                    }
+                } else {
+                    stack.removeLast()
+                    ordered.append(changes[node])
+                }
+            }
+        }
+        return ordered
+    }
+
+    /// The objects `row`'s push body refers to: its to-one and many-to-many relationships into
+    /// replicated entities.
+    private func references(of row: StoreRow) throws -> [ObjectID] {
+        let entity = row.id.entityName
+        var targets: [ObjectID] = []
+        for relationship in configuration.model.relationships(of: entity)
+        where replicated.contains(relationship.destination) {
+            if !relationship.isToMany {
+                if let target = row.toOne[relationship.name] ?? nil { targets.append(target) }
+            } else if isManyToMany(relationship, of: entity) {
+                targets += try store.relatedIDs(of: row.id, relationship: relationship.name)
+            }
+        }
+        return targets
     }
 
     /// The JSON body of a local object: every attribute, to-one and many-to-many relationship
