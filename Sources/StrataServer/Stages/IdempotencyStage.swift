@@ -39,7 +39,8 @@ struct IdempotencyStage: ServerStage {
         #if DEBUG
             Self.crashBeforeAnswer()
         #endif
-        // A write whose outcome is unknown keeps its key unanswered: a retry is told so, never run.
+        // A write whose outcome is unknown keeps its key unanswered: a retry is answered from the
+        // receipt if it was saved after all, and runs if it was not.
         if response.headers.contains(where: { $0.name == Problem.outcomeHeader }) {
             claim.ledger.abandon(scope: claim.scope, key: claim.key)
             return response
